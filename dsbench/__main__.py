@@ -1,0 +1,5 @@
+import sys
+
+from dsbench.cli import main
+
+sys.exit(main())

@@ -1,0 +1,58 @@
+"""The ``dsbench`` command: one module per verb, each with ``add_arguments(parser)`` and ``run(args)``.
+
+User errors (:class:`dsbench.errors.UsageError`, bad arguments) become one line on stderr and
+exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from dsbench.errors import UsageError
+
+VERBS: dict[str, str] = {
+    "run": "run benchmark suites and write a result file",
+    "compare": "compare two runs, direction- and significance-aware",
+    "env": "report the environment (versions, devices, compilers, profile, kernels)",
+    "profiles": "list hardware profiles or show one",
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a bad argument is one line (no usage dump) and exit 2."""
+
+    def error(self, message: str):
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="dsbench", description=__doc__.splitlines()[0])
+    from dsbench import __version__
+
+    parser.add_argument("--version", action="version", version=f"dsbench {__version__}")
+    sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
+    sub.required = True
+    for verb, help_text in VERBS.items():
+        module = importlib.import_module(f"dsbench.cli.{verb}")
+        p = sub.add_parser(verb, help=help_text, description=help_text)
+        module.add_arguments(p)
+        p.set_defaults(_module=module)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return int(args._module.run(args) or 0)
+    except UsageError as exc:
+        print(f"dsbench: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("dsbench: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
