@@ -1,0 +1,110 @@
+"""Turn dsbench benchmark definitions into asv benchmark classes (nothing is defined twice).
+
+For a definition ``b`` this makes a class with asv's ``params``/``param_names`` from
+``b.cases(suite, ctx)`` (suite from $DSBENCH_ASV_SUITE, default ``quick``) and:
+
+- ``track_<primary metric>``: the value measured by dsbench's timing core (device events and
+  L2 flush on GPUs), with its unit (GB/s, TFLOP/s, ...);
+- ``time_call`` and ``peakmem_call``: asv's own timing and host-memory peak of one call
+  (single-process benchmarks only);
+- ``track_device_peak_bytes``: GPU allocator peak (asv's ``peakmem_`` sees host memory only).
+
+Collectives spawn their ranks inside ``track_*``. A case that cannot run in this environment
+raises ``NotImplementedError``, which asv records as skipped.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+from dsbench.suites import Benchmark, Skip
+
+
+@functools.cache
+def _setting():
+    """(ctx, profile) for this process: the detected device, as ``dsbench run`` does it."""
+    import torch
+
+    from dsbench import hardware
+    from dsbench.envinfo import collect_env
+    from dsbench.suites import Context
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    env = collect_env(device, telemetry=False)
+    dev = env["devices"][0] if env.get("devices") else {}
+    ctx = Context(device="cuda:0" if device == "cuda" else "cpu",
+                  backend=env["backend"] if device == "cuda" else "cpu",
+                  suite=os.environ.get("DSBENCH_ASV_SUITE", "quick"),
+                  cpu_flags=tuple(env["cpu"].get("flags") or ()),
+                  device_count=env.get("device_count", 0) if device == "cuda" else 0)
+    det = hardware.detect({"backend": ctx.backend, "name": dev.get("name", ""),
+                           "total_memory_bytes": dev.get("total_memory_bytes"),
+                           "arch": dev.get("arch")})
+    return ctx, hardware.calibrate(det.profile, ctx.device)
+
+
+def asv_class(bench: Benchmark) -> type:
+    ctx, _ = _setting()
+    cases = bench.cases(ctx.suite, ctx)
+    names = list(cases[0]) if cases else []
+    values = [sorted({c[n] for c in cases}, key=lambda v: (str(type(v)), v)) for n in names]
+    primary = bench.primary
+
+    def params_of(args) -> dict:
+        return dict(zip(names, args, strict=True))
+
+    def setup(self, *args):
+        self.case = None
+        if bench.ranks_param:
+            return  # ranks are spawned by the track_ benchmark
+        try:
+            self.case = bench.setup(params_of(args), ctx)
+        except Skip as exc:
+            raise NotImplementedError(str(exc)) from None
+
+    def measured_row(self, *args) -> dict:
+        from dsbench import runner
+
+        ctx_, profile = _setting()
+        config = runner.TIMING["smoke" if ctx_.suite == "smoke" else "quick"]
+        params = params_of(args)
+        if bench.ranks_param:
+            rows: list[dict] = []
+            runner.run_distributed(bench, [params], ctx_, profile, config, rows.append)
+            row = rows[0]
+        else:
+            from dsbench.timing import measure
+
+            m = measure(self.case.fn, device=ctx_.torch_device, args=self.case.args,
+                        config=config)
+            row = runner.ok_row(bench, params, self.case, m, profile)
+        if row["status"] == "skipped":
+            raise NotImplementedError(row["reason"])
+        if row["status"] == "failed":
+            raise RuntimeError(row["error"])
+        return row
+
+    def track_primary(self, *args):
+        return measured_row(self, *args)["value"]
+
+    track_primary.unit = primary.unit
+    attrs = {"params": values, "param_names": names, "setup": setup, "timeout": 600,
+             f"track_{primary.name}": track_primary,
+             "__doc__": bench.description}
+    if not bench.ranks_param:
+        def time_call(self, *args):
+            self.case.fn(*self.case.args[0])
+
+        def peakmem_call(self, *args):
+            self.case.fn(*self.case.args[0])
+
+        def track_device_peak_bytes(self, *args):
+            if not ctx.gpu:
+                raise NotImplementedError("no GPU: device memory not applicable")
+            return measured_row(self, *args)["memory"]["device_peak_allocated_bytes"]
+
+        track_device_peak_bytes.unit = "bytes"
+        attrs.update(time_call=time_call, peakmem_call=peakmem_call,
+                     track_device_peak_bytes=track_device_peak_bytes)
+    return type(bench.name.title().replace("_", ""), (), attrs)

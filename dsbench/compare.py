@@ -1,0 +1,240 @@
+"""Compare two runs: selectors pick them, pairs are matched by benchmark id, and a change counts
+only when it is statistically significant AND beyond a factor, in the metric's own direction.
+
+- Direction: each row carries ``direction`` (higher is better for throughput, lower for time
+  and memory); asv treats everything as lower-is-better, dsbench does not.
+- Significance: Mann–Whitney U on the raw samples (p < 0.01), or non-overlapping 99% CIs of
+  the medians when samples are too few (see :mod:`dsbench.stats`).
+- Confounders: environment fields that differ besides the compared axis are listed above the
+  table, because such a comparison measures more than one thing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import io
+import re
+
+from tabulate import tabulate
+
+from dsbench.errors import UsageError, choices_message
+from dsbench.results import Run
+from dsbench.stats import Summary, significantly_different
+
+SELECTOR_KEYS = ("label", "run", "suite", "machine", "python", "torch", "triton", "numpy",
+                 "deepspeed", "dsbench", "commit", "backend", "profile", "device",
+                 "device_count", "cpu", "threads", "cuda", "hip", "nccl", "driver", "os")
+VERSION_KEYS = {"python", "torch", "triton", "numpy", "deepspeed", "dsbench", "cuda", "hip",
+                "nccl", "driver", "os"}
+SUBSTRING_KEYS = {"device", "cpu"}
+PREFIX_KEYS = {"commit", "run"}
+CONFOUNDER_KEYS = ("python", "torch", "triton", "numpy", "deepspeed", "backend", "profile",
+                   "device", "device_count", "cpu", "threads", "cuda", "hip", "nccl", "driver",
+                   "machine", "commit", "dsbench", "os")
+FORMATS = {"github": "github", "plain": "simple", "markdown": "pipe", "html": "html", "csv": None}
+HEADERS = ["benchmark", "unit", "baseline", "contender", "ratio", "change"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Selector:
+    """``key=value`` on a run field, or a bare value matching a label or a DeepSpeed version."""
+
+    text: str
+    key: str | None
+    value: str
+
+    @classmethod
+    def parse(cls, text: str) -> Selector:
+        if not text:
+            raise UsageError("empty selector; use a label, a version (0.18.3) or key=value")
+        key, sep, value = text.partition("=")
+        if not sep:
+            return cls(text, None, text)
+        key = key.strip()
+        if key not in SELECTOR_KEYS:
+            raise UsageError(choices_message("selector key", key, SELECTOR_KEYS))
+        if not value:
+            raise UsageError(f"selector '{text}' has no value after '='")
+        return cls(text, key, value.strip())
+
+    def matches(self, run: Run) -> bool:
+        if self.key is None:
+            return self.value in (run.label, run.fields.get("deepspeed"))
+        return field_matches(self.key, run.fields.get(self.key), self.value)
+
+
+def field_matches(key: str, actual: str | None, wanted: str) -> bool:
+    if actual is None:
+        return wanted.lower() in ("none", "null", "")
+    actual, wanted_l = str(actual), wanted.lower()
+    if actual.lower() == wanted_l:
+        return True
+    if key in VERSION_KEYS:  # "3.11" matches "3.11.7"; "2.13.0" matches "2.13.0+cpu"
+        return re.match(re.escape(wanted) + r"([.+-]|$)", actual) is not None
+    if key in PREFIX_KEYS:
+        return len(wanted) >= 4 and actual.startswith(wanted)
+    if key in SUBSTRING_KEYS:
+        return wanted_l in actual.lower()
+    return False
+
+
+def describe_existing(runs: list[Run]) -> str:
+    labels = sorted({r.label for r in runs if r.label})
+    versions = sorted({r.fields.get("deepspeed") for r in runs if r.fields.get("deepspeed")})
+    return (f"labels: {', '.join(labels) or '(none)'}; DeepSpeed versions: "
+            f"{', '.join(versions) or '(none)'}; {len(runs)} run(s)")
+
+
+def select(runs: list[Run], selector: Selector, exclude: Run | None = None,
+           role: str = "baseline") -> tuple[Run, str]:
+    """The newest run matching ``selector`` (other than ``exclude``), and a note saying which."""
+    matching = [r for r in runs if selector.matches(r) and r is not exclude]
+    if not matching:
+        raise UsageError(f"{role} selector '{selector.text}' matches no run; "
+                         + describe_existing(runs))
+    chosen = matching[-1]
+    note = f"{role}: {chosen.describe()}"
+    if len(matching) > 1:
+        note += f" — newest of {len(matching)} runs matching '{selector.text}'"
+    return chosen, note
+
+
+def pick_runs(runs: list[Run], baseline: str, contender: str | None) -> tuple[Run, Run, list[str]]:
+    if not runs:
+        raise UsageError("no result files found; run `dsbench run` first")
+    b_sel = Selector.parse(baseline)
+    base, b_note = select(runs, b_sel)
+    if contender is not None:
+        cont, c_note = select(runs, Selector.parse(contender), exclude=base, role="contender")
+    else:
+        others = [r for r in runs if r is not base and not b_sel.matches(r)]
+        others = others or [r for r in runs if r is not base]
+        if not others:
+            raise UsageError(f"only one run exists ({base.describe()}); nothing to compare with")
+        cont, c_note = others[-1], f"contender: {others[-1].describe()} — newest run that is " \
+                                   "not the baseline"
+    return base, cont, [b_note, c_note]
+
+
+def confounders(base: Run, cont: Run, axes: set[str]) -> list[str]:
+    """Environment fields that differ besides the compared ``axes``."""
+    diffs = []
+    for key in CONFOUNDER_KEYS:
+        if key in axes:
+            continue
+        a, b = base.fields.get(key), cont.fields.get(key)
+        if a != b:
+            diffs.append(f"{key} ({a} vs {b})")
+    return diffs
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    id: str
+    unit: str
+    direction: str | None
+    baseline: float | None
+    contender: float | None
+    ratio: float | None
+    change: str
+    """'better', 'worse', '' (no significant change beyond the factor), or why not comparable."""
+    test: str = ""
+
+
+def _side(row: dict | None) -> tuple[float | None, str]:
+    if row is None:
+        return None, "missing"
+    if row["status"] != "ok":
+        return None, row["status"]
+    return row["value"], ""
+
+
+def compare_rows(base: dict[str, dict], cont: dict[str, dict], factor: float = 1.05,
+                 alpha: float = 0.01) -> list[Row]:
+    """Pair benchmarks by id; rows present on one side only are listed, not dropped."""
+    if factor < 1.0:
+        raise UsageError(f"--factor must be >= 1.0, got {factor}")
+    out = []
+    for bid in list(base) + [k for k in cont if k not in base]:
+        b, c = base.get(bid), cont.get(bid)
+        ref = b or c
+        (bv, bs), (cv, cs) = _side(b), _side(c)
+        unit, direction = ref.get("unit", ""), ref.get("direction")
+        if bs or cs:
+            why = ("only in contender" if bs == "missing" else "only in baseline"
+                   if cs == "missing" else f"baseline {bs}" if bs else f"contender {cs}")
+            if bs and cs and bs != "missing" and cs != "missing":
+                why = f"{bs} / {cs}"
+            out.append(Row(bid, unit, direction, bv, cv, None, why))
+            continue
+        if b["direction"] != c["direction"] or b["unit"] != c["unit"]:
+            out.append(Row(bid, unit, direction, bv, cv, None, "units differ"))
+            continue
+        ratio = cv / bv if bv else float("inf")
+        significant, test = significantly_different(
+            Summary.from_dict(b["stats"]), Summary.from_dict(c["stats"]),
+            b.get("samples"), c.get("samples"), alpha)
+        better = ratio > 1 if direction == "higher" else ratio < 1
+        beyond = ratio >= factor or ratio <= 1 / factor
+        change = ("better" if better else "worse") if significant and beyond else ""
+        out.append(Row(bid, unit, direction, bv, cv, ratio, change, test))
+    return out
+
+
+def _fmt(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.4g}"
+
+
+def render(rows: list[Row], fmt: str = "github") -> str:
+    if fmt not in FORMATS:
+        raise UsageError(choices_message("format", fmt, FORMATS))
+    table = [[r.id, r.unit + (" ↑" if r.direction == "higher" else " ↓" if r.direction else ""),
+              _fmt(r.baseline), _fmt(r.contender),
+              "" if r.ratio is None else f"{r.ratio:.3f}", r.change] for r in rows]
+    if fmt == "csv":
+        import pandas as pd
+
+        buf = io.StringIO()
+        pd.DataFrame(table, columns=HEADERS).to_csv(buf, index=False)
+        return buf.getvalue().rstrip("\n")
+    if fmt == "html":  # tabulate escapes nothing in cells: escape here
+        table = [[html.escape(str(c)) for c in row] for row in table]
+        return tabulate(table, headers=HEADERS, tablefmt="unsafehtml")
+    return tabulate(table, headers=HEADERS, tablefmt=FORMATS[fmt], disable_numparse=True)
+
+
+def regressions(rows: list[Row]) -> list[Row]:
+    return [r for r in rows if r.change == "worse"]
+
+
+def axes_of(*selectors: Selector | None) -> set[str]:
+    """The environment fields a comparison is meant to vary."""
+    axes: set[str] = set()
+    for sel in selectors:
+        if sel is not None:
+            axes |= {sel.key} if sel.key else {"label", "deepspeed"}
+    return axes
+
+
+@dataclasses.dataclass
+class Report:
+    notes: list[str]
+    """Which runs were used and what confounds them: print above the table."""
+    table: str
+    verdict: str
+    rows: list[Row]
+
+
+def report(base: Run, cont: Run, *, axes: set[str], factor: float = 1.05, fmt: str = "github",
+           notes: list[str] | None = None) -> Report:
+    rows = compare_rows(base.benchmarks, cont.benchmarks, factor)
+    notes = list(notes or [])
+    diffs = confounders(base, cont, axes)
+    if diffs:
+        axis = ", ".join(sorted(axes)) or "the runs chosen"
+        notes.append(f"confounded: besides {axis}, the runs differ in: " + "; ".join(diffs))
+    worse, better = regressions(rows), [r for r in rows if r.change == "better"]
+    verdict = (f"{len(better)} better, {len(worse)} worse (significant at p<0.01 and beyond "
+               f"x{factor:g}), {len(rows) - len(better) - len(worse)} unchanged or not comparable")
+    return Report(notes=notes, table=render(rows, fmt), verdict=verdict, rows=rows)

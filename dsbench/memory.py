@@ -1,0 +1,83 @@
+"""Peak memory around a benchmark: device allocator peaks and the host's peak resident set.
+
+Device (CUDA and ROCm alike): ``torch.cuda.reset_peak_memory_stats`` before the timed region,
+``max_memory_allocated`` / ``max_memory_reserved`` after. Host: Linux keeps the high-water mark
+of resident memory in ``VmHWM`` (/proc/self/status); writing ``5`` to /proc/self/clear_refs
+resets it to the current RSS, so the peak can be taken over the benchmark alone. Where the reset
+is not permitted the peak is since process start, and ``host_peak_reset`` says so.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+_STATUS = Path("/proc/self/status")
+_CLEAR_REFS = Path("/proc/self/clear_refs")
+
+
+def _read_status_kib(field: str) -> int | None:
+    try:
+        for line in _STATUS.read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def reset_host_peak() -> bool:
+    """Reset VmHWM to the current RSS; False where the kernel refuses (or not Linux)."""
+    try:
+        _CLEAR_REFS.write_text("5")
+    except OSError:
+        return False
+    return True
+
+
+def host_peak_rss() -> int | None:
+    """The process's peak resident set size in bytes (VmHWM), or None off Linux."""
+    return _read_status_kib("VmHWM")
+
+
+class PeakMemory:
+    """Context manager measuring peak memory over its body.
+
+    >>> with PeakMemory("cpu") as peak:
+    ...     work()
+    >>> peak.result  # {'host_peak_rss_bytes': ..., 'host_peak_reset': True, ...}
+    """
+
+    def __init__(self, device: str | torch.device):
+        self.device = torch.device(device)
+        self.result: dict = {}
+
+    def __enter__(self) -> PeakMemory:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+            torch.cuda.reset_peak_memory_stats(self.device)
+        self._reset = reset_host_peak()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        result: dict = {"host_peak_rss_bytes": host_peak_rss(), "host_peak_reset": self._reset}
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+            result["device_peak_allocated_bytes"] = torch.cuda.max_memory_allocated(self.device)
+            result["device_peak_reserved_bytes"] = torch.cuda.max_memory_reserved(self.device)
+        self.result = result
+
+
+def max_over(results: list[dict]) -> dict:
+    """Combine per-rank memory results: the largest peak of each kind."""
+    out: dict = {}
+    for r in results:
+        for k, v in r.items():
+            if isinstance(v, bool):
+                out[k] = out.get(k, True) and v
+            elif v is not None:
+                out[k] = max(out.get(k) or 0, v)
+            else:
+                out.setdefault(k, None)
+    return out

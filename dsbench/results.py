@@ -1,0 +1,224 @@
+"""Result files: one JSON document per run, versioned, written atomically, never overwritten.
+
+Layout: ``<results>/<machine>/<run_id>[-<label>].json``. Each document carries ``schema`` (the
+format's name) and ``schema_version``; :data:`MIGRATIONS` upgrades older versions on load, one
+step at a time, so old files keep working. A file that is corrupt, foreign or from a newer
+dsbench is reported in one line naming it and skipped; every other file still loads. Reading
+never modifies anything.
+
+asv's own result files (``results/asv/``, ``machine.json``, ``benchmarks.json``) live under the
+same root and are recognised and left to the asv reader.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import tempfile
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from dsbench.errors import UsageError
+
+SCHEMA = "dsbench-result"
+SCHEMA_VERSION = 1
+STATUSES = ("ok", "failed", "skipped")
+
+MIGRATIONS: dict[int, Callable[[dict], dict]] = {}
+"""``MIGRATIONS[v](doc)`` turns a version-``v`` document into a version ``v + 1`` one."""
+
+REQUIRED_RUN_FIELDS = {"run_id": str, "created": str, "machine": str, "env": dict,
+                       "benchmarks": list}
+REQUIRED_BENCH_FIELDS = {"id": str, "name": str, "params": dict, "status": str}
+ASV_DIR = "asv"
+
+
+class ResultFileError(Exception):
+    """A result file that cannot be used; the message is one line naming the file."""
+
+
+def default_results_dir() -> Path:
+    return Path(os.environ.get("DSBENCH_RESULTS", "results"))
+
+
+def machine_name() -> str:
+    """Folder name for this machine's runs: $DSBENCH_MACHINE or the host name, made path-safe."""
+    name = os.environ.get("DSBENCH_MACHINE") or socket.gethostname() or "unknown"
+    return slug(name)
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")[:60] or "x"
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    now = now or datetime.now(UTC)
+    return f"{now:%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
+
+
+def write_run(doc: dict, root: Path | str | None = None, path: Path | str | None = None) -> Path:
+    """Write ``doc`` atomically (temporary file, fsync, link into place); never overwrite.
+
+    ``path`` names the file exactly; otherwise it goes to ``<root>/<machine>/<run_id>[-label].json``.
+    """
+    validate(doc, "<new run>")
+    if path is None:
+        root = Path(root) if root is not None else default_results_dir()
+        name = doc["run_id"] + (f"-{slug(doc['label'])}" if doc.get("label") else "") + ".json"
+        path = root / doc["machine"] / name
+    path = Path(path)
+    if path.exists():
+        raise UsageError(f"{path} already exists; dsbench never overwrites a result file")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(doc, f, indent=1, allow_nan=False, default=_json_default)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.link(tmp, path)  # fails if path appeared meanwhile: no overwrite, ever
+    except FileExistsError:
+        raise UsageError(f"{path} already exists; dsbench never overwrites a result file") from None
+    finally:
+        os.unlink(tmp)
+    return path
+
+
+def _json_default(obj):
+    if hasattr(obj, "item"):  # numpy / torch scalars
+        return obj.item()
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def validate(doc: dict, where: str) -> None:
+    """Check the fields every reader relies on; raise ResultFileError naming the first problem."""
+    for key, typ in REQUIRED_RUN_FIELDS.items():
+        if key not in doc:
+            raise ResultFileError(f"{where}: missing field '{key}'")
+        if not isinstance(doc[key], typ):
+            raise ResultFileError(f"{where}: field '{key}' should be {typ.__name__}, "
+                                  f"got {type(doc[key]).__name__}")
+    for i, row in enumerate(doc["benchmarks"]):
+        if not isinstance(row, dict):
+            raise ResultFileError(f"{where}: benchmarks[{i}] is not an object")
+        for key, typ in REQUIRED_BENCH_FIELDS.items():
+            if not isinstance(row.get(key), typ):
+                raise ResultFileError(f"{where}: benchmarks[{i}] field '{key}' missing or not "
+                                      f"{typ.__name__}")
+        if row["status"] not in STATUSES:
+            raise ResultFileError(f"{where}: benchmarks[{i}] status '{row['status']}' is not one "
+                                  f"of {', '.join(STATUSES)}")
+
+
+def migrate(doc: dict, where: str) -> dict:
+    """Upgrade ``doc`` to :data:`SCHEMA_VERSION` through :data:`MIGRATIONS` (a new dict)."""
+    version = doc.get("schema_version")
+    if not isinstance(version, int):
+        raise ResultFileError(f"{where}: 'schema_version' missing or not an integer")
+    if version > SCHEMA_VERSION:
+        raise ResultFileError(f"{where}: schema version {version} is newer than this dsbench "
+                              f"reads ({SCHEMA_VERSION}); upgrade dsbench")
+    while version < SCHEMA_VERSION:
+        if version not in MIGRATIONS:
+            raise ResultFileError(f"{where}: no migration from schema version {version}")
+        doc = MIGRATIONS[version](json.loads(json.dumps(doc)))
+        version += 1
+        doc["schema_version"] = version
+    return doc
+
+
+@dataclass
+class Run:
+    """A loaded result file."""
+
+    path: Path
+    doc: dict
+    migrated_from: int | None = None
+    _fields: dict | None = field(default=None, repr=False)
+
+    @property
+    def id(self) -> str:
+        return self.doc["run_id"]
+
+    @property
+    def created(self) -> str:
+        return self.doc["created"]
+
+    @property
+    def label(self) -> str | None:
+        return self.doc.get("label")
+
+    @property
+    def machine(self) -> str:
+        return self.doc["machine"]
+
+    @property
+    def benchmarks(self) -> dict[str, dict]:
+        return {row["id"]: row for row in self.doc["benchmarks"]}
+
+    @property
+    def fields(self) -> dict[str, str | None]:
+        """Flat fields for selectors: the environment's summary plus run-level facts."""
+        if self._fields is None:
+            from dsbench.envinfo import summary_fields
+
+            f = dict(summary_fields(self.doc["env"]))
+            f.update(label=self.label, suite=self.doc.get("suite"), run=self.id,
+                     machine=self.machine)
+            if (self.doc.get("profile") or {}).get("name"):
+                f["profile"] = self.doc["profile"]["name"]
+            self._fields = f
+        return self._fields
+
+    def describe(self) -> str:
+        label = f" label '{self.label}'" if self.label else ""
+        return f"run {self.id}{label} ({self.created}, {self.path})"
+
+
+def read_run(path: Path | str) -> Run:
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ResultFileError(f"{path}: cannot read: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ResultFileError(f"{path}: corrupt JSON ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        raise ResultFileError(f"{path}: not a dsbench result file (no \"schema\": \"{SCHEMA}\")")
+    original = doc.get("schema_version")
+    doc = migrate(doc, str(path))
+    validate(doc, str(path))
+    return Run(path=path, doc=doc, migrated_from=original if original != SCHEMA_VERSION else None)
+
+
+def is_asv_file(path: Path, root: Path) -> bool:
+    """asv's results (handled by the asv reader, not here)."""
+    rel = path.relative_to(root).parts
+    return (rel[0] == ASV_DIR) or path.name in ("machine.json", "benchmarks.json")
+
+
+def load_runs(root: Path | str | None = None, warn: Callable[[str], None] | None = None
+              ) -> list[Run]:
+    """All dsbench runs under ``root``, oldest first. Bad files: one warning each, then skipped."""
+    import sys
+
+    root = Path(root) if root is not None else default_results_dir()
+    warn = warn or (lambda msg: print(f"dsbench: warning: {msg}", file=sys.stderr))
+    runs = []
+    if not root.is_dir():
+        return runs
+    for path in sorted(root.rglob("*.json")):
+        if path.name.startswith(".tmp-") or is_asv_file(path, root):
+            continue
+        try:
+            runs.append(read_run(path))
+        except ResultFileError as exc:
+            warn(f"skipping {exc}")
+    runs.sort(key=lambda r: (r.created, r.id))
+    return runs

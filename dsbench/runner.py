@@ -1,0 +1,230 @@
+"""Run a suite: benchmark definitions -> timing core -> rows of a result document.
+
+Single-process benchmarks run here, one case at a time. Multi-rank benchmarks (collectives)
+run in spawned ranks, one spawn per (benchmark, rank count), all sizes inside it. A case that
+fails or is skipped becomes a row saying so; the others still run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import sys
+import traceback
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+from datetime import UTC, datetime
+
+import torch
+
+from dsbench import results
+from dsbench.errors import UsageError
+from dsbench.stats import summarize
+from dsbench.suites import BENCHMARKS, Benchmark, Case, Context, Skip, case_id
+from dsbench.timing import Measurement, TimingConfig, measure
+
+if TYPE_CHECKING:
+    from dsbench.hardware import Profile
+
+TIMING = {
+    "smoke": TimingConfig(warmup_s=0.0, min_warmup=1, min_reps=8, max_reps=20, budget_s=0.05),
+    "quick": TimingConfig(warmup_s=0.05, min_reps=10, max_reps=200, budget_s=0.8),
+    "full": TimingConfig(warmup_s=0.2, min_reps=20, max_reps=1000, budget_s=3.0),
+}
+
+
+@dataclasses.dataclass(kw_only=True)
+class Planned:
+    bench: Benchmark
+    params: dict
+
+    @property
+    def id(self) -> str:
+        return case_id(self.bench.name, self.params)
+
+
+def plan(suite: str, ctx: Context, pattern: str | None = None) -> list[Planned]:
+    """The cases of ``suite``, optionally only those whose id matches the regex ``pattern``."""
+    cases = [Planned(bench=b, params=p) for b in BENCHMARKS.values() if suite in b.suites
+             for p in b.cases(suite, ctx)]
+    if pattern is None:
+        return cases
+    try:
+        rx = re.compile(pattern)
+    except re.error as exc:
+        raise UsageError(f"--filter '{pattern}' is not a valid regular expression: {exc}") from None
+    chosen = [c for c in cases if rx.search(c.id)]
+    if not chosen:
+        raise UsageError(f"--filter '{pattern}' matches no benchmark in suite '{suite}'; "
+                         f"benchmarks: {', '.join(sorted({c.bench.name for c in cases}))}")
+    return chosen
+
+
+# ---------------------------------------------------------------------------- rows
+
+def ok_row(bench: Benchmark, params: dict, case: Case, m: Measurement, profile: Profile) -> dict:
+    """A result row: the primary metric with its samples and statistics, secondary metrics,
+    % of the profile's peak, the counted work, peak memory and the raw timing."""
+    metrics = {}
+    for metric in bench.metrics:
+        samples = [metric.value(case.work, t) for t in m.samples]
+        s = summarize(samples)
+        entry = {"value": s.median, "unit": metric.unit, "direction": metric.direction,
+                 "ci99": [s.ci_low, s.ci_high]}
+        if metric.peak:
+            entry.update(_pct_of_peak(s.median, metric.peak.format(**params), profile))
+        metrics[metric.name] = (entry, samples, s)
+    p_entry, p_samples, p_summary = metrics[bench.primary.name]
+    return {
+        "id": case_id(bench.name, params), "name": bench.name, "params": params, "status": "ok",
+        "metric": bench.primary.name, "unit": bench.primary.unit,
+        "direction": bench.primary.direction, "value": p_summary.median,
+        "samples": p_samples, "stats": p_summary.to_dict(),
+        "pct_of_peak": p_entry.get("pct_of_peak"), "peak": p_entry.get("peak"),
+        "metrics": {k: v[0] for k, v in metrics.items()},
+        "work": dataclasses.asdict(case.work), "memory": m.memory, "notes": case.notes,
+        "timing": m.to_dict() | {"memory": None},
+    }
+
+
+def _pct_of_peak(value: float, kind: str, profile: Profile) -> dict:
+    fig = profile.peak(kind)
+    peak = {"kind": kind, "value": fig.value, "unit": fig.unit, "source": fig.source,
+            "measured": fig.measured, "profile": profile.name}
+    if fig.value:
+        return {"pct_of_peak": 100.0 * value / fig.value, "peak": peak}
+    return {"pct_of_peak": None, "peak": peak | {"na": fig.na or "no value"}}
+
+
+def status_row(bench: Benchmark, params: dict, status: str, message: str) -> dict:
+    key = "error" if status == "failed" else "reason"
+    return {"id": case_id(bench.name, params), "name": bench.name, "params": params,
+            "status": status, key: message, "metric": bench.primary.name,
+            "unit": bench.primary.unit, "direction": bench.primary.direction}
+
+
+def _error_text(exc: BaseException) -> str:
+    return traceback.format_exception_only(type(exc), exc)[-1].strip()
+
+
+# ---------------------------------------------------------------------------- execution
+
+def run_case(bench: Benchmark, params: dict, ctx: Context, profile: Profile,
+             config: TimingConfig) -> dict:
+    try:
+        case = bench.setup(params, ctx)
+        m = measure(case.fn, device=ctx.torch_device, args=case.args, config=config)
+        return ok_row(bench, params, case, m, profile)
+    except Skip as exc:
+        return status_row(bench, params, "skipped", str(exc))
+    except Exception as exc:
+        return status_row(bench, params, "failed", _error_text(exc))
+    finally:
+        case = None
+        if ctx.gpu:
+            torch.cuda.empty_cache()
+
+
+def rank_worker(payload: dict, *, device: str, send: Callable) -> None:
+    """Runs on every spawned rank: each case is set up and timed on all ranks together; rank 0
+    sends the row (samples are the slowest rank's, memory the largest rank's)."""
+    import torch.distributed as dist
+
+    bench = BENCHMARKS[payload["benchmark"]]
+    ctx = dataclasses.replace(payload["ctx"], device=device, rank=dist.get_rank(),
+                              world_size=dist.get_world_size())
+    for index, params in enumerate(payload["cases"]):
+        try:
+            case, problem = bench.setup(params, ctx), None
+        except Exception as exc:
+            case, problem = None, exc
+        problems: list = [None] * ctx.world_size
+        dist.all_gather_object(problems, None if problem is None else
+                               ("skipped" if isinstance(problem, Skip) else "failed",
+                                str(problem) if isinstance(problem, Skip) else _error_text(problem)))
+        bad = [(r, p) for r, p in enumerate(problems) if p is not None]
+        if bad:
+            rank, (status, msg) = bad[0]
+            row = status_row(bench, params, status, msg if status == "skipped"
+                             else f"rank {rank}: {msg}")
+        else:
+            m = measure(case.fn, device=ctx.torch_device, args=case.args,
+                        config=payload["config"], distributed=True)
+            row = ok_row(bench, params, case, m, payload["profile"])
+        if ctx.rank == 0:
+            send((index, row))
+        del case
+
+
+def run_distributed(bench: Benchmark, cases: list[dict], ctx: Context, profile: Profile,
+                    config: TimingConfig, on_row: Callable[[dict], None]) -> None:
+    from dsbench.distributed import RankFailure, spawn_ranks
+
+    by_ranks: dict[int, list[dict]] = {}
+    for params in cases:
+        by_ranks.setdefault(params[bench.ranks_param], []).append(params)
+    for nranks, group in by_ranks.items():
+        if ctx.gpu and nranks > max(ctx.device_count, 1) or nranks < 2:
+            for params in group:
+                on_row(status_row(bench, params, "skipped",
+                                  f"{nranks} rank(s) requested, {ctx.device_count or 1} "
+                                  f"{'GPU' if ctx.gpu else 'process'}(s) usable; collectives "
+                                  "need at least 2 ranks, one per GPU"))
+            continue
+        got: dict[int, dict] = {}
+
+        def receive(rank: int, msg, got=got) -> None:
+            index, row = msg
+            got[index] = row
+            on_row(row)
+
+        payload = {"benchmark": bench.name, "cases": group, "ctx": ctx, "profile": profile,
+                   "config": config}
+        budget = 120 + len(group) * (config.budget_s * 3 + 30)
+        try:
+            spawn_ranks("dsbench.runner:rank_worker", nranks, payload,
+                        device_type="cuda" if ctx.gpu else "cpu", on_message=receive,
+                        timeout_s=budget)
+        except RankFailure as exc:
+            for i, params in enumerate(group):
+                if i not in got:
+                    on_row(status_row(bench, params, "failed", str(exc)))
+
+
+def run_suite(suite: str, ctx: Context, profile: Profile, *, pattern: str | None = None,
+              config: TimingConfig | None = None,
+              progress: Callable[[str, dict | None], None] | None = None) -> list[dict]:
+    """Run every case of ``suite``; returns the rows in plan order."""
+    config = config or TIMING[suite]
+    planned = plan(suite, ctx, pattern)
+    rows: dict[str, dict] = {}
+    progress = progress or (lambda case_id, row: None)
+
+    def on_row(row: dict) -> None:
+        rows[row["id"]] = row
+        progress(row["id"], row)
+
+    for bench in dict.fromkeys(p.bench for p in planned):
+        cases = [p.params for p in planned if p.bench is bench]
+        if bench.ranks_param:
+            run_distributed(bench, cases, ctx, profile, config, on_row)
+        else:
+            for params in cases:
+                progress(case_id(bench.name, params), None)
+                on_row(run_case(bench, params, ctx, profile, config))
+    return [rows[p.id] for p in planned if p.id in rows]
+
+
+def new_run_doc(*, suite: str, label: str | None, env: dict, profile: Profile,
+                rows: list[dict], started: datetime, argv: list[str] | None = None) -> dict:
+    finished = datetime.now(UTC)
+    return {
+        "schema": results.SCHEMA, "schema_version": results.SCHEMA_VERSION,
+        "run_id": results.new_run_id(started), "created": started.isoformat(timespec="seconds"),
+        "finished": finished.isoformat(timespec="seconds"),
+        "wall_s": round((finished - started).total_seconds(), 3),
+        "machine": results.machine_name(), "label": label, "suite": suite,
+        "argv": argv if argv is not None else sys.argv[1:],
+        "env": env, "profile": profile.to_dict(), "benchmarks": rows,
+    }
+

@@ -1,0 +1,37 @@
+"""Benchmark definitions and the suites that group them.
+
+Suites: ``smoke`` (tiny, for tests), ``quick`` (default; < 5 minutes on a 2-core CPU) and
+``full`` (real hardware: larger sizes, more dtypes and ranks).
+"""
+
+from __future__ import annotations
+
+from dsbench.errors import UsageError, choices_message
+from dsbench.suites import comm, gemm, optim
+from dsbench.suites.base import Benchmark, Case, Context, Metric, Skip, Work, case_id
+
+SUITES: dict[str, str] = {
+    "smoke": "tiny sizes, for tests and a first look",
+    "quick": "default: a few sizes per benchmark; under 5 minutes on a 2-core CPU",
+    "full": "real hardware: large sizes, all dtypes and rank counts",
+}
+
+BENCHMARKS: dict[str, Benchmark] = {
+    b.name: b for b in [*optim.BENCHMARKS, *gemm.BENCHMARKS, *comm.BENCHMARKS]
+}
+
+
+def get_benchmark(name: str) -> Benchmark:
+    if name not in BENCHMARKS:
+        raise UsageError(choices_message("benchmark", name, BENCHMARKS))
+    return BENCHMARKS[name]
+
+
+def check_suite(name: str) -> str:
+    if name not in SUITES:
+        raise UsageError(choices_message("suite", name, SUITES))
+    return name
+
+
+__all__ = ["BENCHMARKS", "SUITES", "Benchmark", "Case", "Context", "Metric", "Skip", "Work",
+           "case_id", "check_suite", "get_benchmark"]

@@ -1,0 +1,125 @@
+"""Benchmark definitions: what to run, over which parameters, the work it does, what it reports.
+
+A :class:`Benchmark` is data plus a ``setup`` function. ``setup(params, ctx)`` allocates inputs
+and returns a :class:`Case`: the callable to time, its argument sets (rotated by the timing
+core), and the :class:`Work` one call performs (FLOPs, bytes moved, bytes on the wire). Metrics
+are functions of that work and the measured seconds, so the same definition serves
+``dsbench run`` and the asv modules in ``benchmarks/``; nothing is defined twice.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+
+class Skip(Exception):
+    """Raised by ``setup`` when a case cannot run here; the message is the reason."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Work:
+    """What one call does, counted (not measured)."""
+
+    flops: float = 0.0
+    bytes: float = 0.0
+    """Bytes moved to and from memory (reads + writes)."""
+    wire_bytes: float = 0.0
+    """Collectives: the data size S of nccl-tests' algbw = S / t."""
+    items: float = 0.0
+    """Problem-specific count (parameters for an optimizer step, tokens, samples)."""
+    busbw_factor: float = 0.0
+    """Collectives: busbw = algbw x factor (AllReduce 2(n-1)/n, ReduceScatter (n-1)/n)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Metric:
+    """A reported quantity derived from the work of one call and its time in seconds.
+
+    ``value(work, seconds)`` must be monotonic in seconds, so samples and CI bounds convert.
+    ``peak`` names the hardware-profile ceiling for % of peak (see ``Profile.peak``), or None.
+    """
+
+    name: str
+    unit: str
+    direction: str  # "higher" or "lower" is better
+    value: Callable[[Work, float], float]
+    peak: str | None = None
+    description: str = ""
+
+
+def time_ms() -> Metric:
+    return Metric(name="time", unit="ms", direction="lower", value=lambda w, t: t * 1e3,
+                  description="median time per call")
+
+
+def gbps(name: str = "bandwidth", peak: str | None = "mem_bandwidth") -> Metric:
+    return Metric(name=name, unit="GB/s", direction="higher", value=lambda w, t: w.bytes / t / 1e9,
+                  peak=peak, description="bytes moved / time, 1 GB = 1e9 B")
+
+
+@dataclass(kw_only=True)
+class Context:
+    """Where a case runs. Picklable, so spawned ranks can rebuild their cases."""
+
+    device: str = "cpu"
+    """torch device string for this process, e.g. 'cpu' or 'cuda:1'."""
+    backend: str = "cpu"
+    """'cpu', 'cuda' or 'rocm'."""
+    suite: str = "quick"
+    rank: int = 0
+    world_size: int = 1
+    cpu_flags: tuple[str, ...] = ()
+    device_count: int = 0
+
+    @property
+    def torch_device(self) -> torch.device:
+        return torch.device(self.device)
+
+    @property
+    def gpu(self) -> bool:
+        return self.backend in ("cuda", "rocm")
+
+
+@dataclass(kw_only=True)
+class Case:
+    fn: Callable
+    work: Work
+    args: list[tuple] = field(default_factory=lambda: [()])
+    """Argument sets rotated between repetitions (see ``timing.rotation_count``)."""
+    notes: dict = field(default_factory=dict)
+    """Facts about how the case ran (e.g. which torch variant), stored in the result file."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Benchmark:
+    name: str
+    description: str
+    grid: Callable[[str, Context], dict[str, list]]
+    """``grid(suite, ctx)`` -> parameter name -> values; cases are the cartesian product."""
+    setup: Callable[[dict, Context], Case]
+    metrics: tuple[Metric, ...]
+    """The first is the primary metric (the one compare ranks changes by)."""
+    ranks_param: str | None = None
+    """For multi-rank benchmarks, the parameter holding the number of ranks to spawn."""
+    suites: tuple[str, ...] = ("smoke", "quick", "full")
+
+    @property
+    def primary(self) -> Metric:
+        return self.metrics[0]
+
+    def cases(self, suite: str, ctx: Context) -> list[dict]:
+        grid = self.grid(suite, ctx)
+        keys = list(grid)
+        return [dict(zip(keys, values, strict=True))
+                for values in itertools.product(*(grid[k] for k in keys))]
+
+
+def case_id(name: str, params: dict) -> str:
+    """Stable identifier: ``name[k1=v1,k2=v2]`` with keys sorted."""
+    if not params:
+        return name
+    return name + "[" + ",".join(f"{k}={params[k]}" for k in sorted(params)) + "]"

@@ -1,0 +1,96 @@
+"""Collective benchmarks over N local ranks, reported exactly as nccl-tests does.
+
+algbw = S / t with S the data size in bytes and 1 GB = 1e9 B; for reduce-scatter S is the
+input size (count x typesize x n). busbw = algbw x factor, the factor making the figure
+comparable with the link's bandwidth: AllReduce 2(n-1)/n, ReduceScatter (n-1)/n
+(nccl-tests doc/PERFORMANCE.md). Each sample is the slowest rank's time. Metric names are the
+same on every vendor and backend (NCCL, RCCL, gloo), so CUDA and ROCm runs compare directly.
+
+The ranks are spawned by ``dsbench.distributed``; ``ranks`` is the number spawned. Buffers hold
+random values in [1, 2); repeated in-place sums eventually overflow to inf, which costs nothing
+extra on CPUs or GPUs (only denormals are slow), so data stays representative.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from dsbench.kernels import registry
+from dsbench.suites.base import Benchmark, Case, Context, Metric, Skip, Work, time_ms
+
+MiB = 1024**2
+
+
+def allreduce_factor(n: int) -> float:
+    return 2.0 * (n - 1) / n
+
+
+def reduce_scatter_factor(n: int) -> float:
+    return (n - 1) / n
+
+
+def _ranks(suite: str, ctx: Context) -> list[int]:
+    if ctx.gpu:
+        # One rank per visible device; a single device gets a skip with its reason.
+        return [max(ctx.device_count, 1)]
+    return [2] if suite != "full" else [2, 4]
+
+
+def _grid(suite: str, ctx: Context) -> dict[str, list]:
+    sizes = {
+        "smoke": [64 * 1024],
+        "quick": [1 * MiB, 4 * MiB, 16 * MiB, 64 * MiB],
+        "full": [2**k for k in range(16, 31, 2)] if ctx.gpu else [2**k for k in range(16, 29, 2)],
+    }[suite]
+    return {"impl": ["native"], "ranks": _ranks(suite, ctx), "dtype": ["float32"], "size": sizes}
+
+
+def _make_setup(op: str):
+    def setup(params: dict, ctx: Context) -> Case:
+        n = ctx.world_size
+        if n < 2:
+            raise Skip(f"{op} needs at least 2 ranks; {n} device visible")
+        impl = registry.get(op, params["impl"])
+        ok, why = impl.available("cuda" if ctx.gpu else "cpu")
+        if not ok:
+            raise Skip(why)
+        fn = impl.load()
+        dtype = getattr(torch, params["dtype"])
+        elt = torch.finfo(dtype).bits // 8
+        size = params["size"]
+        if size % (elt * n):
+            raise Skip(f"size {size} B is not a multiple of {n} ranks x {elt} B")
+        device = ctx.torch_device
+        g = torch.Generator(device=device).manual_seed(1 + ctx.rank)
+        data = (1 + torch.rand(size // elt, device=device, generator=g)).to(dtype)
+        if op == "allreduce":
+            args, factor = [(data,)], allreduce_factor(n)
+        else:
+            out = torch.empty(size // elt // n, device=device, dtype=dtype)
+            args, factor = [(out, data)], reduce_scatter_factor(n)
+        return Case(fn=fn, args=args, work=Work(wire_bytes=size, busbw_factor=factor),
+                    notes={"count": size // elt, "busbw_factor": factor})
+
+    return setup
+
+
+def _metrics() -> tuple[Metric, ...]:
+    return (
+        Metric(name="busbw", unit="GB/s", direction="higher",
+               value=lambda w, t: w.wire_bytes / t / 1e9 * w.busbw_factor, peak="link_bandwidth",
+               description="algbw x bus factor (nccl-tests)"),
+        Metric(name="algbw", unit="GB/s", direction="higher",
+               value=lambda w, t: w.wire_bytes / t / 1e9, description="S / t (nccl-tests)"),
+        time_ms(),
+    )
+
+
+ALLREDUCE = Benchmark(
+    name="allreduce", description="sum all-reduce over N local ranks; busbw = algbw x 2(n-1)/n",
+    grid=_grid, setup=_make_setup("allreduce"), metrics=_metrics(), ranks_param="ranks")
+REDUCE_SCATTER = Benchmark(
+    name="reduce_scatter",
+    description="sum reduce-scatter over N local ranks; S = input size; busbw = algbw x (n-1)/n",
+    grid=_grid, setup=_make_setup("reduce_scatter"), metrics=_metrics(), ranks_param="ranks")
+
+BENCHMARKS = [ALLREDUCE, REDUCE_SCATTER]

@@ -1,0 +1,69 @@
+"""Optimizer step benchmarks.
+
+AdamW on fp32 parameters, gradients and moments moves 28 bytes per parameter per step
+(reads p, g, m, v = 16 B; writes p, m, v = 12 B), so it is memory-bound: the figure of merit is
+GB/s against the device's memory bandwidth (Adam bytes/param: ANCHORS.md).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from dsbench.kernels import registry
+from dsbench.kernels.reference import fused_adamw_supported
+from dsbench.suites.base import Benchmark, Case, Context, Metric, Skip, Work, gbps, time_ms
+from dsbench.timing import rotation_count
+
+ADAMW_BYTES_PER_PARAM = 28
+
+M = 1_000_000
+
+
+def _grid(suite: str, ctx: Context) -> dict[str, list]:
+    sizes = {
+        "smoke": [100_000],
+        "quick": [1 * M, 4 * M, 16 * M] if not ctx.gpu else [4 * M, 16 * M, 64 * M],
+        "full": [1 * M, 4 * M, 16 * M, 64 * M] if not ctx.gpu else [16 * M, 64 * M, 256 * M, 1024 * M],
+    }[suite]
+    return {"impl": ["torch"], "params": sizes}
+
+
+def _setup(params: dict, ctx: Context) -> Case:
+    impl = registry.get("adamw", params["impl"])
+    ok, why = impl.available("cuda" if ctx.gpu else "cpu")
+    if not ok:
+        raise Skip(why)
+    step = impl.load()
+    n, device = params["params"], ctx.torch_device
+    fused = fused_adamw_supported(device)
+    g = torch.Generator(device=device).manual_seed(0)
+    sets = []
+    for _ in range(rotation_count(16 * n, device)):
+        p, grad = (torch.randn(n, device=device, generator=g) for _ in range(2))
+        m, v = torch.zeros(n, device=device), torch.zeros(n, device=device)
+        sets.append(([p], [grad], [m], [v], [torch.zeros((), dtype=torch.float32)]))
+
+    def fn(p, grad, m, v, steps):
+        step(p, grad, m, v, steps, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8,
+             weight_decay=0.01, fused=fused)
+
+    return Case(fn=fn, args=sets, work=Work(bytes=ADAMW_BYTES_PER_PARAM * n, items=n),
+                notes={"variant": "fused" if fused else "foreach",
+                       "bytes_per_param": ADAMW_BYTES_PER_PARAM})
+
+
+ADAMW = Benchmark(
+    name="adamw",
+    description="AdamW step on fp32 params/grads/moments (torch reference, fused where "
+                "available); GB/s at 28 B/param",
+    grid=_grid,
+    setup=_setup,
+    metrics=(
+        gbps("bandwidth", peak="mem_bandwidth"),
+        Metric(name="params_per_s", unit="Gparam/s", direction="higher",
+               value=lambda w, t: w.items / t / 1e9, description="parameters updated per second"),
+        time_ms(),
+    ),
+)
+
+BENCHMARKS = [ADAMW]
