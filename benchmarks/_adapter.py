@@ -33,14 +33,21 @@ def _setting():
     device = "cuda" if torch.cuda.is_available() else "cpu"
     env = collect_env(device, telemetry=False)
     dev = env["devices"][0] if env.get("devices") else {}
-    ctx = Context(device="cuda:0" if device == "cuda" else "cpu",
-                  backend=env["backend"] if device == "cuda" else "cpu",
-                  suite=os.environ.get("DSBENCH_ASV_SUITE", "quick"),
-                  cpu_flags=tuple(env["cpu"].get("flags") or ()),
-                  device_count=env.get("device_count", 0) if device == "cuda" else 0)
-    det = hardware.detect({"backend": ctx.backend, "name": dev.get("name", ""),
-                           "total_memory_bytes": dev.get("total_memory_bytes"),
-                           "arch": dev.get("arch")})
+    ctx = Context(
+        device="cuda:0" if device == "cuda" else "cpu",
+        backend=env["backend"] if device == "cuda" else "cpu",
+        suite=os.environ.get("DSBENCH_ASV_SUITE", "quick"),
+        cpu_flags=tuple(env["cpu"].get("flags") or ()),
+        device_count=env.get("device_count", 0) if device == "cuda" else 0,
+    )
+    det = hardware.detect(
+        {
+            "backend": ctx.backend,
+            "name": dev.get("name", ""),
+            "total_memory_bytes": dev.get("total_memory_bytes"),
+            "arch": dev.get("arch"),
+        }
+    )
     return ctx, hardware.calibrate(det.profile, ctx.device)
 
 
@@ -76,8 +83,7 @@ def asv_class(bench: Benchmark) -> type:
         else:
             from dsbench.timing import measure
 
-            m = measure(self.case.fn, device=ctx_.torch_device, args=self.case.args,
-                        config=config)
+            m = measure(self.case.fn, device=ctx_.torch_device, args=self.case.args, config=config)
             row = runner.ok_row(bench, params, self.case, m, profile)
         if row["status"] == "skipped":
             raise NotImplementedError(row["reason"])
@@ -89,10 +95,16 @@ def asv_class(bench: Benchmark) -> type:
         return measured_row(self, *args)["value"]
 
     track_primary.unit = primary.unit
-    attrs = {"params": values, "param_names": names, "setup": setup, "timeout": 600,
-             f"track_{primary.name}": track_primary,
-             "__doc__": bench.description}
+    attrs = {
+        "params": values,
+        "param_names": names,
+        "setup": setup,
+        "timeout": 600,
+        f"track_{primary.name}": track_primary,
+        "__doc__": bench.description,
+    }
     if not bench.ranks_param:
+
         def time_call(self, *args):
             self.case.fn(*self.case.args[0])
 
@@ -105,6 +117,9 @@ def asv_class(bench: Benchmark) -> type:
             return measured_row(self, *args)["memory"]["device_peak_allocated_bytes"]
 
         track_device_peak_bytes.unit = "bytes"
-        attrs.update(time_call=time_call, peakmem_call=peakmem_call,
-                     track_device_peak_bytes=track_device_peak_bytes)
+        attrs.update(
+            time_call=time_call,
+            peakmem_call=peakmem_call,
+            track_device_peak_bytes=track_device_peak_bytes,
+        )
     return type(bench.name.title().replace("_", ""), (), attrs)

@@ -22,16 +22,66 @@ from dsbench.errors import UsageError, choices_message
 from dsbench.results import Run
 from dsbench.stats import Summary, significantly_different
 
-SELECTOR_KEYS = ("label", "run", "suite", "machine", "python", "torch", "triton", "numpy",
-                 "deepspeed", "dsbench", "commit", "backend", "profile", "device",
-                 "device_count", "cpu", "threads", "cuda", "hip", "nccl", "driver", "os")
-VERSION_KEYS = {"python", "torch", "triton", "numpy", "deepspeed", "dsbench", "cuda", "hip",
-                "nccl", "driver", "os"}
+SELECTOR_KEYS = (
+    "label",
+    "run",
+    "suite",
+    "machine",
+    "python",
+    "torch",
+    "triton",
+    "numpy",
+    "deepspeed",
+    "dsbench",
+    "commit",
+    "backend",
+    "profile",
+    "device",
+    "device_count",
+    "cpu",
+    "threads",
+    "cuda",
+    "hip",
+    "nccl",
+    "driver",
+    "os",
+)
+VERSION_KEYS = {
+    "python",
+    "torch",
+    "triton",
+    "numpy",
+    "deepspeed",
+    "dsbench",
+    "cuda",
+    "hip",
+    "nccl",
+    "driver",
+    "os",
+}
 SUBSTRING_KEYS = {"device", "cpu"}
 PREFIX_KEYS = {"commit", "run"}
-CONFOUNDER_KEYS = ("python", "torch", "triton", "numpy", "deepspeed", "backend", "profile",
-                   "device", "device_count", "cpu", "threads", "cuda", "hip", "nccl", "driver",
-                   "machine", "commit", "dsbench", "os")
+CONFOUNDER_KEYS = (
+    "python",
+    "torch",
+    "triton",
+    "numpy",
+    "deepspeed",
+    "backend",
+    "profile",
+    "device",
+    "device_count",
+    "cpu",
+    "threads",
+    "cuda",
+    "hip",
+    "nccl",
+    "driver",
+    "machine",
+    "commit",
+    "dsbench",
+    "os",
+)
 FORMATS = {"github": "github", "plain": "simple", "markdown": "pipe", "html": "html", "csv": None}
 HEADERS = ["benchmark", "unit", "baseline", "contender", "ratio", "change"]
 
@@ -82,17 +132,21 @@ def field_matches(key: str, actual: str | None, wanted: str) -> bool:
 def describe_existing(runs: list[Run]) -> str:
     labels = sorted({r.label for r in runs if r.label})
     versions = sorted({r.fields.get("deepspeed") for r in runs if r.fields.get("deepspeed")})
-    return (f"labels: {', '.join(labels) or '(none)'}; DeepSpeed versions: "
-            f"{', '.join(versions) or '(none)'}; {len(runs)} run(s)")
+    return (
+        f"labels: {', '.join(labels) or '(none)'}; DeepSpeed versions: "
+        f"{', '.join(versions) or '(none)'}; {len(runs)} run(s)"
+    )
 
 
-def select(runs: list[Run], selector: Selector, exclude: Run | None = None,
-           role: str = "baseline") -> tuple[Run, str]:
+def select(
+    runs: list[Run], selector: Selector, exclude: Run | None = None, role: str = "baseline"
+) -> tuple[Run, str]:
     """The newest run matching ``selector`` (other than ``exclude``), and a note saying which."""
     matching = [r for r in runs if selector.matches(r) and r is not exclude]
     if not matching:
-        raise UsageError(f"{role} selector '{selector.text}' matches no run; "
-                         + describe_existing(runs))
+        raise UsageError(
+            f"{role} selector '{selector.text}' matches no run; " + describe_existing(runs)
+        )
     chosen = matching[-1]
     note = f"{role}: {chosen.describe()}"
     if len(matching) > 1:
@@ -112,8 +166,10 @@ def pick_runs(runs: list[Run], baseline: str, contender: str | None) -> tuple[Ru
         others = others or [r for r in runs if r is not base]
         if not others:
             raise UsageError(f"only one run exists ({base.describe()}); nothing to compare with")
-        cont, c_note = others[-1], f"contender: {others[-1].describe()} — newest run that is " \
-                                   "not the baseline"
+        cont, c_note = (
+            others[-1],
+            f"contender: {others[-1].describe()} — newest run that is not the baseline",
+        )
     return base, cont, [b_note, c_note]
 
 
@@ -150,8 +206,9 @@ def _side(row: dict | None) -> tuple[float | None, str]:
     return row["value"], ""
 
 
-def compare_rows(base: dict[str, dict], cont: dict[str, dict], factor: float = 1.05,
-                 alpha: float = 0.01) -> list[Row]:
+def compare_rows(
+    base: dict[str, dict], cont: dict[str, dict], factor: float = 1.05, alpha: float = 0.01
+) -> list[Row]:
     """Pair benchmarks by id; rows present on one side only are listed, not dropped."""
     if factor < 1.0:
         raise UsageError(f"--factor must be >= 1.0, got {factor}")
@@ -162,8 +219,15 @@ def compare_rows(base: dict[str, dict], cont: dict[str, dict], factor: float = 1
         (bv, bs), (cv, cs) = _side(b), _side(c)
         unit, direction = ref.get("unit", ""), ref.get("direction")
         if bs or cs:
-            why = ("only in contender" if bs == "missing" else "only in baseline"
-                   if cs == "missing" else f"baseline {bs}" if bs else f"contender {cs}")
+            why = (
+                "only in contender"
+                if bs == "missing"
+                else "only in baseline"
+                if cs == "missing"
+                else f"baseline {bs}"
+                if bs
+                else f"contender {cs}"
+            )
             if bs and cs and bs != "missing" and cs != "missing":
                 why = f"{bs} / {cs}"
             out.append(Row(bid, unit, direction, bv, cv, None, why))
@@ -173,8 +237,12 @@ def compare_rows(base: dict[str, dict], cont: dict[str, dict], factor: float = 1
             continue
         ratio = cv / bv if bv else float("inf")
         significant, test = significantly_different(
-            Summary.from_dict(b["stats"]), Summary.from_dict(c["stats"]),
-            b.get("samples"), c.get("samples"), alpha)
+            Summary.from_dict(b["stats"]),
+            Summary.from_dict(c["stats"]),
+            b.get("samples"),
+            c.get("samples"),
+            alpha,
+        )
         better = ratio > 1 if direction == "higher" else ratio < 1
         beyond = ratio >= factor or ratio <= 1 / factor
         change = ("better" if better else "worse") if significant and beyond else ""
@@ -189,9 +257,17 @@ def _fmt(v: float | None) -> str:
 def render(rows: list[Row], fmt: str = "github") -> str:
     if fmt not in FORMATS:
         raise UsageError(choices_message("format", fmt, FORMATS))
-    table = [[r.id, r.unit + (" ↑" if r.direction == "higher" else " ↓" if r.direction else ""),
-              _fmt(r.baseline), _fmt(r.contender),
-              "" if r.ratio is None else f"{r.ratio:.3f}", r.change] for r in rows]
+    table = [
+        [
+            r.id,
+            r.unit + (" ↑" if r.direction == "higher" else " ↓" if r.direction else ""),
+            _fmt(r.baseline),
+            _fmt(r.contender),
+            "" if r.ratio is None else f"{r.ratio:.3f}",
+            r.change,
+        ]
+        for r in rows
+    ]
     if fmt == "csv":
         import pandas as pd
 
@@ -226,8 +302,15 @@ class Report:
     rows: list[Row]
 
 
-def report(base: Run, cont: Run, *, axes: set[str], factor: float = 1.05, fmt: str = "github",
-           notes: list[str] | None = None) -> Report:
+def report(
+    base: Run,
+    cont: Run,
+    *,
+    axes: set[str],
+    factor: float = 1.05,
+    fmt: str = "github",
+    notes: list[str] | None = None,
+) -> Report:
     rows = compare_rows(base.benchmarks, cont.benchmarks, factor)
     notes = list(notes or [])
     diffs = confounders(base, cont, axes)
@@ -235,6 +318,8 @@ def report(base: Run, cont: Run, *, axes: set[str], factor: float = 1.05, fmt: s
         axis = ", ".join(sorted(axes)) or "the runs chosen"
         notes.append(f"confounded: besides {axis}, the runs differ in: " + "; ".join(diffs))
     worse, better = regressions(rows), [r for r in rows if r.change == "better"]
-    verdict = (f"{len(better)} better, {len(worse)} worse (significant at p<0.01 and beyond "
-               f"x{factor:g}), {len(rows) - len(better) - len(worse)} unchanged or not comparable")
+    verdict = (
+        f"{len(better)} better, {len(worse)} worse (significant at p<0.01 and beyond "
+        f"x{factor:g}), {len(rows) - len(better) - len(worse)} unchanged or not comparable"
+    )
     return Report(notes=notes, table=render(rows, fmt), verdict=verdict, rows=rows)

@@ -36,8 +36,16 @@ def backend_for(device_type: str) -> str:
     return "nccl" if device_type == "cuda" else "gloo"
 
 
-def _rank_main(rank: int, world: int, port: int, device_type: str, target: str, payload,
-               messages, timeout_s: float) -> None:
+def _rank_main(
+    rank: int,
+    world: int,
+    port: int,
+    device_type: str,
+    target: str,
+    payload,
+    messages,
+    timeout_s: float,
+) -> None:
     import torch
     import torch.distributed as dist
 
@@ -51,11 +59,20 @@ def _rank_main(rank: int, world: int, port: int, device_type: str, target: str, 
         else:
             torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))
             device = "cpu"
-        os.environ.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank),
-                          MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-        dist.init_process_group(backend_for(device_type), init_method=f"tcp://127.0.0.1:{port}",
-                                rank=rank, world_size=world,
-                                timeout=datetime.timedelta(seconds=timeout_s))
+        os.environ.update(
+            RANK=str(rank),
+            WORLD_SIZE=str(world),
+            LOCAL_RANK=str(rank),
+            MASTER_ADDR="127.0.0.1",
+            MASTER_PORT=str(port),
+        )
+        dist.init_process_group(
+            backend_for(device_type),
+            init_method=f"tcp://127.0.0.1:{port}",
+            rank=rank,
+            world_size=world,
+            timeout=datetime.timedelta(seconds=timeout_s),
+        )
         module, _, attr = target.partition(":")
         getattr(importlib.import_module(module), attr)(payload, device=device, send=send)
         dist.destroy_process_group()
@@ -66,9 +83,16 @@ def _rank_main(rank: int, world: int, port: int, device_type: str, target: str, 
         raise SystemExit(1) from None
 
 
-def spawn_ranks(target: str, world: int, payload, *, device_type: str = "cpu",
-                on_message: Callable[[int, object], None] | None = None,
-                timeout_s: float = 300.0, collective_timeout_s: float = 60.0) -> None:
+def spawn_ranks(
+    target: str,
+    world: int,
+    payload,
+    *,
+    device_type: str = "cpu",
+    on_message: Callable[[int, object], None] | None = None,
+    timeout_s: float = 300.0,
+    collective_timeout_s: float = 60.0,
+) -> None:
     """Run ``target`` ("module:function") on ``world`` spawned ranks; raise RankFailure on trouble.
 
     ``timeout_s`` bounds the whole run; ``collective_timeout_s`` is the process group's timeout,
@@ -77,10 +101,14 @@ def spawn_ranks(target: str, world: int, payload, *, device_type: str = "cpu",
     ctx = mp.get_context("spawn")
     messages = ctx.Queue()
     port = free_port()
-    procs = [ctx.Process(target=_rank_main, daemon=True,
-                         args=(r, world, port, device_type, target, payload, messages,
-                               collective_timeout_s))
-             for r in range(world)]
+    procs = [
+        ctx.Process(
+            target=_rank_main,
+            daemon=True,
+            args=(r, world, port, device_type, target, payload, messages, collective_timeout_s),
+        )
+        for r in range(world)
+    ]
     for p in procs:
         p.start()
     deadline = time.monotonic() + timeout_s
@@ -120,5 +148,7 @@ def spawn_ranks(target: str, world: int, payload, *, device_type: str = "cpu",
         raise RankFailure(f"rank {first} of {world} failed: {errors[first]}")
     missing = sorted(set(range(world)) - done)
     if missing:
-        raise RankFailure(f"rank(s) {', '.join(map(str, missing))} of {world} did not finish "
-                          f"within {timeout_s:.0f} s")
+        raise RankFailure(
+            f"rank(s) {', '.join(map(str, missing))} of {world} did not finish "
+            f"within {timeout_s:.0f} s"
+        )

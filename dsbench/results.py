@@ -32,8 +32,13 @@ STATUSES = ("ok", "failed", "skipped")
 MIGRATIONS: dict[int, Callable[[dict], dict]] = {}
 """``MIGRATIONS[v](doc)`` turns a version-``v`` document into a version ``v + 1`` one."""
 
-REQUIRED_RUN_FIELDS = {"run_id": str, "created": str, "machine": str, "env": dict,
-                       "benchmarks": list}
+REQUIRED_RUN_FIELDS = {
+    "run_id": str,
+    "created": str,
+    "machine": str,
+    "env": dict,
+    "benchmarks": list,
+}
 REQUIRED_BENCH_FIELDS = {"id": str, "name": str, "params": dict, "status": str}
 ASV_DIR = "asv"
 
@@ -64,7 +69,7 @@ def new_run_id(now: datetime | None = None) -> str:
 def write_run(doc: dict, root: Path | str | None = None, path: Path | str | None = None) -> Path:
     """Write ``doc`` atomically (temporary file, fsync, link into place); never overwrite.
 
-    ``path`` names the file exactly; otherwise it goes to ``<root>/<machine>/<run_id>[-label].json``.
+    ``path`` names the file exactly; otherwise ``<root>/<machine>/<run_id>[-label].json``.
     """
     validate(doc, "<new run>")
     if path is None:
@@ -102,18 +107,22 @@ def validate(doc: dict, where: str) -> None:
         if key not in doc:
             raise ResultFileError(f"{where}: missing field '{key}'")
         if not isinstance(doc[key], typ):
-            raise ResultFileError(f"{where}: field '{key}' should be {typ.__name__}, "
-                                  f"got {type(doc[key]).__name__}")
+            raise ResultFileError(
+                f"{where}: field '{key}' should be {typ.__name__}, got {type(doc[key]).__name__}"
+            )
     for i, row in enumerate(doc["benchmarks"]):
         if not isinstance(row, dict):
             raise ResultFileError(f"{where}: benchmarks[{i}] is not an object")
         for key, typ in REQUIRED_BENCH_FIELDS.items():
             if not isinstance(row.get(key), typ):
-                raise ResultFileError(f"{where}: benchmarks[{i}] field '{key}' missing or not "
-                                      f"{typ.__name__}")
+                raise ResultFileError(
+                    f"{where}: benchmarks[{i}] field '{key}' missing or not {typ.__name__}"
+                )
         if row["status"] not in STATUSES:
-            raise ResultFileError(f"{where}: benchmarks[{i}] status '{row['status']}' is not one "
-                                  f"of {', '.join(STATUSES)}")
+            raise ResultFileError(
+                f"{where}: benchmarks[{i}] status '{row['status']}' is not one "
+                f"of {', '.join(STATUSES)}"
+            )
 
 
 def migrate(doc: dict, where: str) -> dict:
@@ -122,8 +131,10 @@ def migrate(doc: dict, where: str) -> dict:
     if not isinstance(version, int):
         raise ResultFileError(f"{where}: 'schema_version' missing or not an integer")
     if version > SCHEMA_VERSION:
-        raise ResultFileError(f"{where}: schema version {version} is newer than this dsbench "
-                              f"reads ({SCHEMA_VERSION}); upgrade dsbench")
+        raise ResultFileError(
+            f"{where}: schema version {version} is newer than this dsbench "
+            f"reads ({SCHEMA_VERSION}); upgrade dsbench"
+        )
     while version < SCHEMA_VERSION:
         if version not in MIGRATIONS:
             raise ResultFileError(f"{where}: no migration from schema version {version}")
@@ -169,8 +180,9 @@ class Run:
             from dsbench.envinfo import summary_fields
 
             f = dict(summary_fields(self.doc["env"]))
-            f.update(label=self.label, suite=self.doc.get("suite"), run=self.id,
-                     machine=self.machine)
+            f.update(
+                label=self.label, suite=self.doc.get("suite"), run=self.id, machine=self.machine
+            )
             if (self.doc.get("profile") or {}).get("name"):
                 f["profile"] = self.doc["profile"]["name"]
             self._fields = f
@@ -190,7 +202,7 @@ def read_run(path: Path | str) -> Run:
     except json.JSONDecodeError as exc:
         raise ResultFileError(f"{path}: corrupt JSON ({exc.msg} at line {exc.lineno})") from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
-        raise ResultFileError(f"{path}: not a dsbench result file (no \"schema\": \"{SCHEMA}\")")
+        raise ResultFileError(f'{path}: not a dsbench result file (no "schema": "{SCHEMA}")')
     original = doc.get("schema_version")
     doc = migrate(doc, str(path))
     validate(doc, str(path))
@@ -203,8 +215,9 @@ def is_asv_file(path: Path, root: Path) -> bool:
     return (rel[0] == ASV_DIR) or path.name in ("machine.json", "benchmarks.json")
 
 
-def load_runs(root: Path | str | None = None, warn: Callable[[str], None] | None = None
-              ) -> list[Run]:
+def load_runs(
+    root: Path | str | None = None, warn: Callable[[str], None] | None = None
+) -> list[Run]:
     """All dsbench runs under ``root``, oldest first. Bad files: one warning each, then skipped."""
     import sys
 

@@ -12,8 +12,8 @@ import re
 import sys
 import traceback
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -45,8 +45,12 @@ class Planned:
 
 def plan(suite: str, ctx: Context, pattern: str | None = None) -> list[Planned]:
     """The cases of ``suite``, optionally only those whose id matches the regex ``pattern``."""
-    cases = [Planned(bench=b, params=p) for b in BENCHMARKS.values() if suite in b.suites
-             for p in b.cases(suite, ctx)]
+    cases = [
+        Planned(bench=b, params=p)
+        for b in BENCHMARKS.values()
+        if suite in b.suites
+        for p in b.cases(suite, ctx)
+    ]
     if pattern is None:
         return cases
     try:
@@ -55,12 +59,15 @@ def plan(suite: str, ctx: Context, pattern: str | None = None) -> list[Planned]:
         raise UsageError(f"--filter '{pattern}' is not a valid regular expression: {exc}") from None
     chosen = [c for c in cases if rx.search(c.id)]
     if not chosen:
-        raise UsageError(f"--filter '{pattern}' matches no benchmark in suite '{suite}'; "
-                         f"benchmarks: {', '.join(sorted({c.bench.name for c in cases}))}")
+        raise UsageError(
+            f"--filter '{pattern}' matches no benchmark in suite '{suite}'; "
+            f"benchmarks: {', '.join(sorted({c.bench.name for c in cases}))}"
+        )
     return chosen
 
 
 # ---------------------------------------------------------------------------- rows
+
 
 def ok_row(bench: Benchmark, params: dict, case: Case, m: Measurement, profile: Profile) -> dict:
     """A result row: the primary metric with its samples and statistics, secondary metrics,
@@ -69,28 +76,47 @@ def ok_row(bench: Benchmark, params: dict, case: Case, m: Measurement, profile: 
     for metric in bench.metrics:
         samples = [metric.value(case.work, t) for t in m.samples]
         s = summarize(samples)
-        entry = {"value": s.median, "unit": metric.unit, "direction": metric.direction,
-                 "ci99": [s.ci_low, s.ci_high]}
+        entry = {
+            "value": s.median,
+            "unit": metric.unit,
+            "direction": metric.direction,
+            "ci99": [s.ci_low, s.ci_high],
+        }
         if metric.peak:
             entry.update(_pct_of_peak(s.median, metric.peak.format(**params), profile))
         metrics[metric.name] = (entry, samples, s)
     p_entry, p_samples, p_summary = metrics[bench.primary.name]
     return {
-        "id": case_id(bench.name, params), "name": bench.name, "params": params, "status": "ok",
-        "metric": bench.primary.name, "unit": bench.primary.unit,
-        "direction": bench.primary.direction, "value": p_summary.median,
-        "samples": p_samples, "stats": p_summary.to_dict(),
-        "pct_of_peak": p_entry.get("pct_of_peak"), "peak": p_entry.get("peak"),
+        "id": case_id(bench.name, params),
+        "name": bench.name,
+        "params": params,
+        "status": "ok",
+        "metric": bench.primary.name,
+        "unit": bench.primary.unit,
+        "direction": bench.primary.direction,
+        "value": p_summary.median,
+        "samples": p_samples,
+        "stats": p_summary.to_dict(),
+        "pct_of_peak": p_entry.get("pct_of_peak"),
+        "peak": p_entry.get("peak"),
         "metrics": {k: v[0] for k, v in metrics.items()},
-        "work": dataclasses.asdict(case.work), "memory": m.memory, "notes": case.notes,
+        "work": dataclasses.asdict(case.work),
+        "memory": m.memory,
+        "notes": case.notes,
         "timing": m.to_dict() | {"memory": None},
     }
 
 
 def _pct_of_peak(value: float, kind: str, profile: Profile) -> dict:
     fig = profile.peak(kind)
-    peak = {"kind": kind, "value": fig.value, "unit": fig.unit, "source": fig.source,
-            "measured": fig.measured, "profile": profile.name}
+    peak = {
+        "kind": kind,
+        "value": fig.value,
+        "unit": fig.unit,
+        "source": fig.source,
+        "measured": fig.measured,
+        "profile": profile.name,
+    }
     if fig.value:
         return {"pct_of_peak": 100.0 * value / fig.value, "peak": peak}
     return {"pct_of_peak": None, "peak": peak | {"na": fig.na or "no value"}}
@@ -98,9 +124,16 @@ def _pct_of_peak(value: float, kind: str, profile: Profile) -> dict:
 
 def status_row(bench: Benchmark, params: dict, status: str, message: str) -> dict:
     key = "error" if status == "failed" else "reason"
-    return {"id": case_id(bench.name, params), "name": bench.name, "params": params,
-            "status": status, key: message, "metric": bench.primary.name,
-            "unit": bench.primary.unit, "direction": bench.primary.direction}
+    return {
+        "id": case_id(bench.name, params),
+        "name": bench.name,
+        "params": params,
+        "status": status,
+        key: message,
+        "metric": bench.primary.name,
+        "unit": bench.primary.unit,
+        "direction": bench.primary.direction,
+    }
 
 
 def _error_text(exc: BaseException) -> str:
@@ -109,8 +142,10 @@ def _error_text(exc: BaseException) -> str:
 
 # ---------------------------------------------------------------------------- execution
 
-def run_case(bench: Benchmark, params: dict, ctx: Context, profile: Profile,
-             config: TimingConfig) -> dict:
+
+def run_case(
+    bench: Benchmark, params: dict, ctx: Context, profile: Profile, config: TimingConfig
+) -> dict:
     try:
         case = bench.setup(params, ctx)
         m = measure(case.fn, device=ctx.torch_device, args=case.args, config=config)
@@ -131,45 +166,70 @@ def rank_worker(payload: dict, *, device: str, send: Callable) -> None:
     import torch.distributed as dist
 
     bench = BENCHMARKS[payload["benchmark"]]
-    ctx = dataclasses.replace(payload["ctx"], device=device, rank=dist.get_rank(),
-                              world_size=dist.get_world_size())
+    ctx = dataclasses.replace(
+        payload["ctx"], device=device, rank=dist.get_rank(), world_size=dist.get_world_size()
+    )
     for index, params in enumerate(payload["cases"]):
         try:
             case, problem = bench.setup(params, ctx), None
         except Exception as exc:
             case, problem = None, exc
         problems: list = [None] * ctx.world_size
-        dist.all_gather_object(problems, None if problem is None else
-                               ("skipped" if isinstance(problem, Skip) else "failed",
-                                str(problem) if isinstance(problem, Skip) else _error_text(problem)))
+        dist.all_gather_object(
+            problems,
+            None
+            if problem is None
+            else (
+                "skipped" if isinstance(problem, Skip) else "failed",
+                str(problem) if isinstance(problem, Skip) else _error_text(problem),
+            ),
+        )
         bad = [(r, p) for r, p in enumerate(problems) if p is not None]
         if bad:
             rank, (status, msg) = bad[0]
-            row = status_row(bench, params, status, msg if status == "skipped"
-                             else f"rank {rank}: {msg}")
+            row = status_row(
+                bench, params, status, msg if status == "skipped" else f"rank {rank}: {msg}"
+            )
         else:
-            m = measure(case.fn, device=ctx.torch_device, args=case.args,
-                        config=payload["config"], distributed=True)
+            m = measure(
+                case.fn,
+                device=ctx.torch_device,
+                args=case.args,
+                config=payload["config"],
+                distributed=True,
+            )
             row = ok_row(bench, params, case, m, payload["profile"])
         if ctx.rank == 0:
             send((index, row))
         del case
 
 
-def run_distributed(bench: Benchmark, cases: list[dict], ctx: Context, profile: Profile,
-                    config: TimingConfig, on_row: Callable[[dict], None]) -> None:
+def run_distributed(
+    bench: Benchmark,
+    cases: list[dict],
+    ctx: Context,
+    profile: Profile,
+    config: TimingConfig,
+    on_row: Callable[[dict], None],
+) -> None:
     from dsbench.distributed import RankFailure, spawn_ranks
 
     by_ranks: dict[int, list[dict]] = {}
     for params in cases:
         by_ranks.setdefault(params[bench.ranks_param], []).append(params)
     for nranks, group in by_ranks.items():
-        if ctx.gpu and nranks > max(ctx.device_count, 1) or nranks < 2:
+        if (ctx.gpu and nranks > max(ctx.device_count, 1)) or nranks < 2:
             for params in group:
-                on_row(status_row(bench, params, "skipped",
-                                  f"{nranks} rank(s) requested, {ctx.device_count or 1} "
-                                  f"{'GPU' if ctx.gpu else 'process'}(s) usable; collectives "
-                                  "need at least 2 ranks, one per GPU"))
+                on_row(
+                    status_row(
+                        bench,
+                        params,
+                        "skipped",
+                        f"{nranks} rank(s) requested, {ctx.device_count or 1} "
+                        f"{'GPU' if ctx.gpu else 'process'}(s) usable; collectives "
+                        "need at least 2 ranks, one per GPU",
+                    )
+                )
             continue
         got: dict[int, dict] = {}
 
@@ -178,22 +238,38 @@ def run_distributed(bench: Benchmark, cases: list[dict], ctx: Context, profile: 
             got[index] = row
             on_row(row)
 
-        payload = {"benchmark": bench.name, "cases": group, "ctx": ctx, "profile": profile,
-                   "config": config}
+        payload = {
+            "benchmark": bench.name,
+            "cases": group,
+            "ctx": ctx,
+            "profile": profile,
+            "config": config,
+        }
         budget = 120 + len(group) * (config.budget_s * 3 + 30)
         try:
-            spawn_ranks("dsbench.runner:rank_worker", nranks, payload,
-                        device_type="cuda" if ctx.gpu else "cpu", on_message=receive,
-                        timeout_s=budget)
+            spawn_ranks(
+                "dsbench.runner:rank_worker",
+                nranks,
+                payload,
+                device_type="cuda" if ctx.gpu else "cpu",
+                on_message=receive,
+                timeout_s=budget,
+            )
         except RankFailure as exc:
             for i, params in enumerate(group):
                 if i not in got:
                     on_row(status_row(bench, params, "failed", str(exc)))
 
 
-def run_suite(suite: str, ctx: Context, profile: Profile, *, pattern: str | None = None,
-              config: TimingConfig | None = None,
-              progress: Callable[[str, dict | None], None] | None = None) -> list[dict]:
+def run_suite(
+    suite: str,
+    ctx: Context,
+    profile: Profile,
+    *,
+    pattern: str | None = None,
+    config: TimingConfig | None = None,
+    progress: Callable[[str, dict | None], None] | None = None,
+) -> list[dict]:
     """Run every case of ``suite``; returns the rows in plan order."""
     config = config or TIMING[suite]
     planned = plan(suite, ctx, pattern)
@@ -215,16 +291,29 @@ def run_suite(suite: str, ctx: Context, profile: Profile, *, pattern: str | None
     return [rows[p.id] for p in planned if p.id in rows]
 
 
-def new_run_doc(*, suite: str, label: str | None, env: dict, profile: Profile,
-                rows: list[dict], started: datetime, argv: list[str] | None = None) -> dict:
+def new_run_doc(
+    *,
+    suite: str,
+    label: str | None,
+    env: dict,
+    profile: Profile,
+    rows: list[dict],
+    started: datetime,
+    argv: list[str] | None = None,
+) -> dict:
     finished = datetime.now(UTC)
     return {
-        "schema": results.SCHEMA, "schema_version": results.SCHEMA_VERSION,
-        "run_id": results.new_run_id(started), "created": started.isoformat(timespec="seconds"),
+        "schema": results.SCHEMA,
+        "schema_version": results.SCHEMA_VERSION,
+        "run_id": results.new_run_id(started),
+        "created": started.isoformat(timespec="seconds"),
         "finished": finished.isoformat(timespec="seconds"),
         "wall_s": round((finished - started).total_seconds(), 3),
-        "machine": results.machine_name(), "label": label, "suite": suite,
+        "machine": results.machine_name(),
+        "label": label,
+        "suite": suite,
         "argv": argv if argv is not None else sys.argv[1:],
-        "env": env, "profile": profile.to_dict(), "benchmarks": rows,
+        "env": env,
+        "profile": profile.to_dict(),
+        "benchmarks": rows,
     }
-

@@ -60,10 +60,21 @@ def summarize(samples: Sequence[float], level: float = 0.99) -> Summary:
     x = np.asarray(samples, dtype=float)
     q1, med, q3 = np.percentile(x, [25, 50, 75])
     lo, hi, exact = median_ci(x, level)
-    return Summary(n=len(x), median=float(med), q1=float(q1), q3=float(q3), iqr=float(q3 - q1),
-                   ci_low=lo, ci_high=hi, ci_level=level, ci_exact=exact, mean=float(x.mean()),
-                   stdev=float(x.std(ddof=1)) if len(x) > 1 else 0.0, min=float(x.min()),
-                   max=float(x.max()))
+    return Summary(
+        n=len(x),
+        median=float(med),
+        q1=float(q1),
+        q3=float(q3),
+        iqr=float(q3 - q1),
+        ci_low=lo,
+        ci_high=hi,
+        ci_level=level,
+        ci_exact=exact,
+        mean=float(x.mean()),
+        stdev=float(x.std(ddof=1)) if len(x) > 1 else 0.0,
+        min=float(x.min()),
+        max=float(x.max()),
+    )
 
 
 def mann_whitney_u(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
@@ -72,8 +83,9 @@ def mann_whitney_u(a: Sequence[float], b: Sequence[float]) -> tuple[float, float
     U counts the pairs (a_i, b_j) with a_i > b_j (ties count 1/2). Exact p-values for small
     samples without ties, normal approximation with tie correction otherwise (scipy's 'auto').
     """
-    res = _st.mannwhitneyu(np.asarray(a, float), np.asarray(b, float), alternative="two-sided",
-                           method="auto")
+    res = _st.mannwhitneyu(
+        np.asarray(a, float), np.asarray(b, float), alternative="two-sided", method="auto"
+    )
     return float(res.statistic), float(res.pvalue)
 
 
@@ -81,16 +93,23 @@ MIN_SAMPLES_FOR_U = 5
 """With fewer samples per side, Mann–Whitney U cannot reach p < 0.01; fall back to the CIs."""
 
 
-def significantly_different(a: Summary, b: Summary, a_samples: Sequence[float] | None = None,
-                            b_samples: Sequence[float] | None = None, alpha: float = 0.01
-                            ) -> tuple[bool, str]:
+def significantly_different(
+    a: Summary,
+    b: Summary,
+    a_samples: Sequence[float] | None = None,
+    b_samples: Sequence[float] | None = None,
+    alpha: float = 0.01,
+) -> tuple[bool, str]:
     """Whether two measurements differ significantly, and by which test.
 
     Mann–Whitney U on the raw samples (p < alpha) when both sides have enough; otherwise the
     99% confidence intervals of the medians must not overlap (asv's rule).
     """
-    if (a_samples is not None and b_samples is not None
-            and min(len(a_samples), len(b_samples)) >= MIN_SAMPLES_FOR_U):
+    if (
+        a_samples is not None
+        and b_samples is not None
+        and min(len(a_samples), len(b_samples)) >= MIN_SAMPLES_FOR_U
+    ):
         _, p = mann_whitney_u(a_samples, b_samples)
         return p < alpha, f"U p={p:.2g}"
     overlap = a.ci_low <= b.ci_high and b.ci_low <= a.ci_high

@@ -63,9 +63,16 @@ class Measurement:
     ranks: int = 1
 
     def to_dict(self) -> dict:
-        return {"samples": self.samples, "summary": self.summary.to_dict(), "memory": self.memory,
-                "warmup_reps": self.warmup_reps, "rotations": self.rotations, "timer": self.timer,
-                "l2_flushed": self.l2_flushed, "ranks": self.ranks}
+        return {
+            "samples": self.samples,
+            "summary": self.summary.to_dict(),
+            "memory": self.memory,
+            "warmup_reps": self.warmup_reps,
+            "rotations": self.rotations,
+            "timer": self.timer,
+            "l2_flushed": self.l2_flushed,
+            "ranks": self.ranks,
+        }
 
 
 @functools.cache
@@ -124,8 +131,14 @@ def _barrier(device: torch.device) -> None:
     dist.barrier()
 
 
-def measure(fn: Callable, *, device: torch.device | str = "cpu", args: Sequence[tuple] = ((),),
-            config: TimingConfig | None = None, distributed: bool = False) -> Measurement:
+def measure(
+    fn: Callable,
+    *,
+    device: torch.device | str = "cpu",
+    args: Sequence[tuple] = ((),),
+    config: TimingConfig | None = None,
+    distributed: bool = False,
+) -> Measurement:
     """Time ``fn(*args[i % len(args)])`` per repetition; see the module docstring."""
     cfg = config or TimingConfig()
     device = torch.device(device)
@@ -164,10 +177,13 @@ def measure(fn: Callable, *, device: torch.device | str = "cpu", args: Sequence[
             start = time.perf_counter()
             batch = cfg.min_reps if not gpu else planned
             while len(samples) < cfg.max_reps:
-                samples += _timed_batch(call, device, flush, min(batch, cfg.max_reps - len(samples)))
+                samples += _timed_batch(
+                    call, device, flush, min(batch, cfg.max_reps - len(samples))
+                )
                 s = summarize(samples, cfg.level)
                 if time.perf_counter() - start >= cfg.budget_s or (
-                        s.ci_exact and (s.ci_high - s.ci_low) / 2 <= cfg.target_rel_ci * s.median):
+                    s.ci_exact and (s.ci_high - s.ci_low) / 2 <= cfg.target_rel_ci * s.median
+                ):
                     break
                 batch = max(5, len(samples) // 2) if not gpu else batch
     memory = peak.result
@@ -177,15 +193,25 @@ def measure(fn: Callable, *, device: torch.device | str = "cpu", args: Sequence[
             memory[key] = max(0, memory[key] - flush.numel())
     if distributed:
         memory = _gather_memory(memory, device)
-    return Measurement(samples=samples, summary=summarize(samples, cfg.level), memory=memory,
-                       warmup_reps=warm, rotations=len(args),
-                       timer="device events" if gpu else "perf_counter",
-                       l2_flushed=flush is not None,
-                       ranks=_world_size() if distributed else 1)
+    return Measurement(
+        samples=samples,
+        summary=summarize(samples, cfg.level),
+        memory=memory,
+        warmup_reps=warm,
+        rotations=len(args),
+        timer="device events" if gpu else "perf_counter",
+        l2_flushed=flush is not None,
+        ranks=_world_size() if distributed else 1,
+    )
 
 
-def _timed_batch(call: Callable[[], None], device: torch.device, flush: torch.Tensor | None,
-                 reps: int, barrier: bool = False) -> list[float]:
+def _timed_batch(
+    call: Callable[[], None],
+    device: torch.device,
+    flush: torch.Tensor | None,
+    reps: int,
+    barrier: bool = False,
+) -> list[float]:
     if device.type == "cuda":
         pairs = []
         for _ in range(reps):

@@ -20,10 +20,20 @@ def fused_adamw_supported(device: torch.device | str) -> bool:
     return True
 
 
-def adamw(params: list[torch.Tensor], grads: list[torch.Tensor], exp_avgs: list[torch.Tensor],
-          exp_avg_sqs: list[torch.Tensor], steps: list[torch.Tensor], *, lr: float,
-          beta1: float, beta2: float, eps: float, weight_decay: float, fused: bool | None = None
-          ) -> None:
+def adamw(
+    params: list[torch.Tensor],
+    grads: list[torch.Tensor],
+    exp_avgs: list[torch.Tensor],
+    exp_avg_sqs: list[torch.Tensor],
+    steps: list[torch.Tensor],
+    *,
+    lr: float,
+    beta1: float,
+    beta2: float,
+    eps: float,
+    weight_decay: float,
+    fused: bool | None = None,
+) -> None:
     """One AdamW step, in place (Loshchilov & Hutter, decoupled weight decay).
 
     p -= lr*wd*p;  m = b1*m + (1-b1)*g;  v = b2*v + (1-b2)*g^2;
@@ -33,10 +43,27 @@ def adamw(params: list[torch.Tensor], grads: list[torch.Tensor], exp_avgs: list[
     """
     from torch.optim.adamw import adamw as _adamw
 
-    _adamw(params, grads, exp_avgs, exp_avg_sqs, [], steps, foreach=None,
-           fused=fused, lr=lr, beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay,
-           amsgrad=False, maximize=False, capturable=False, differentiable=False,
-           grad_scale=None, found_inf=None)
+    _adamw(
+        params,
+        grads,
+        exp_avgs,
+        exp_avg_sqs,
+        [],
+        steps,
+        foreach=None,
+        fused=fused,
+        lr=lr,
+        beta1=beta1,
+        beta2=beta2,
+        eps=eps,
+        weight_decay=weight_decay,
+        amsgrad=False,
+        maximize=False,
+        capturable=False,
+        differentiable=False,
+        grad_scale=None,
+        found_inf=None,
+    )
 
 
 def gemm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -52,5 +79,10 @@ def allreduce(tensor: torch.Tensor, group=None) -> torch.Tensor:
 
 def reduce_scatter(output: torch.Tensor, input: torch.Tensor, group=None) -> torch.Tensor:
     """Sum reduce-scatter: rank r gets the sum over ranks of input chunk r (chunks along dim 0)."""
-    dist.reduce_scatter_tensor(output, input, op=dist.ReduceOp.SUM, group=group)
+    _reduce_scatter(output, input, op=dist.ReduceOp.SUM, group=group)
     return output
+
+
+# torch 2.13 renamed reduce_scatter_tensor to reduce_scatter_single (the old name warns);
+# torch 2.11, on the GPU machines, has only the old name.
+_reduce_scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor

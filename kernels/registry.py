@@ -65,8 +65,12 @@ class Impl:
 
 
 _REGISTRY: dict[str, dict[str, Impl]] = {op: {} for op in OPS}
-DEFAULTS: dict[str, str] = {"adamw": "torch", "gemm": "torch", "allreduce": "native",
-                            "reduce_scatter": "native"}
+DEFAULTS: dict[str, str] = {
+    "adamw": "torch",
+    "gemm": "torch",
+    "allreduce": "native",
+    "reduce_scatter": "native",
+}
 
 
 def register(impl: Impl) -> Impl:
@@ -87,7 +91,7 @@ def _impls(op: str) -> dict[str, Impl]:
 
 
 def get(op: str, name: str | None = None) -> Impl:
-    """The implementation ``name`` of ``op``; default from ``DSBENCH_<OP>_IMPL`` or :data:`DEFAULTS`."""
+    """Implementation ``name`` of ``op``; default: ``DSBENCH_<OP>_IMPL``, else :data:`DEFAULTS`."""
     impls = _impls(op)
     env_var = f"DSBENCH_{op.upper()}_IMPL"
     chosen = name or os.environ.get(env_var) or DEFAULTS[op]
@@ -103,17 +107,49 @@ def table(device: str) -> list[dict]:
     for op in OPS:
         for impl in _impls(op).values():
             ok, why = impl.available(device)
-            rows.append({"op": op, "impl": impl.name, "available": ok, "reason": why,
-                         "description": impl.description})
+            rows.append(
+                {
+                    "op": op,
+                    "impl": impl.name,
+                    "available": ok,
+                    "reason": why,
+                    "description": impl.description,
+                }
+            )
     return rows
 
 
-register(Impl(op="adamw", name="torch", target="dsbench.kernels.reference:adamw",
-              description="torch.optim AdamW functional step (fused where available)"))
-register(Impl(op="gemm", name="torch", target="dsbench.kernels.reference:gemm",
-              description="torch.matmul (cuBLAS / hipBLASLt / oneDNN)"))
-register(Impl(op="allreduce", name="native", target="dsbench.kernels.reference:allreduce",
-              description="torch.distributed.all_reduce (NCCL / RCCL / gloo)", check=_distributed))
-register(Impl(op="reduce_scatter", name="native", target="dsbench.kernels.reference:reduce_scatter",
-              description="torch.distributed.reduce_scatter_tensor (NCCL / RCCL / gloo)",
-              check=_distributed))
+register(
+    Impl(
+        op="adamw",
+        name="torch",
+        target="dsbench.kernels.reference:adamw",
+        description="torch.optim AdamW functional step (fused where available)",
+    )
+)
+register(
+    Impl(
+        op="gemm",
+        name="torch",
+        target="dsbench.kernels.reference:gemm",
+        description="torch.matmul (cuBLAS / hipBLASLt / oneDNN)",
+    )
+)
+register(
+    Impl(
+        op="allreduce",
+        name="native",
+        target="dsbench.kernels.reference:allreduce",
+        description="torch.distributed.all_reduce (NCCL / RCCL / gloo)",
+        check=_distributed,
+    )
+)
+register(
+    Impl(
+        op="reduce_scatter",
+        name="native",
+        target="dsbench.kernels.reference:reduce_scatter",
+        description="torch.distributed.reduce_scatter_tensor (NCCL / RCCL / gloo)",
+        check=_distributed,
+    )
+)

@@ -21,8 +21,15 @@ def make_row(bid: str, samples, *, unit="GB/s", direction="higher", status="ok")
     from dsbench.stats import summarize
 
     name = bid.split("[")[0]
-    row = {"id": bid, "name": name, "params": {}, "status": status, "metric": "m",
-           "unit": unit, "direction": direction}
+    row = {
+        "id": bid,
+        "name": name,
+        "params": {},
+        "status": status,
+        "metric": "m",
+        "unit": unit,
+        "direction": direction,
+    }
     if status == "ok":
         s = summarize(samples)
         row.update(value=s.median, samples=list(samples), stats=s.to_dict())
@@ -35,12 +42,25 @@ def make_doc(run_id: str, created: str, rows, *, label=None, env=None, machine="
     from dsbench import results
 
     env = env or {}
-    base_env = {"python": {"version": "3.11.7"}, "packages": {"torch": "2.13.0+cpu"},
-                "backend": "cpu", "dsbench": {"version": "0.1.0", "commit": "abcdef123456"}}
+    base_env = {
+        "python": {"version": "3.11.7"},
+        "packages": {"torch": "2.13.0+cpu"},
+        "backend": "cpu",
+        "dsbench": {"version": "0.1.0", "commit": "abcdef123456"},
+    }
     base_env.update(env)
-    return {"schema": results.SCHEMA, "schema_version": results.SCHEMA_VERSION,
-            "run_id": run_id, "created": created, "machine": machine, "label": label,
-            "suite": "quick", "env": base_env, "profile": {"name": "cpu"}, "benchmarks": rows}
+    return {
+        "schema": results.SCHEMA,
+        "schema_version": results.SCHEMA_VERSION,
+        "run_id": run_id,
+        "created": created,
+        "machine": machine,
+        "label": label,
+        "suite": "quick",
+        "env": base_env,
+        "profile": {"name": "cpu"},
+        "benchmarks": rows,
+    }
 
 
 def write_json(path, obj):

@@ -34,11 +34,23 @@ def _runs(tmp_path):
         make_row("reduce_scatter[size=1048576]", [], status="failed"),
         make_row("new_only[x=1]", _series(1.0)),
     ]
-    base = make_doc("20261130T000000Z-aaaaaa", TS.format(0), base_rows, label="before",
-                    env={"packages": {"torch": "2.13.0+cpu", "deepspeed": "0.18.3"}})
-    cont = make_doc("20261130T000001Z-bbbbbb", TS.format(1), cont_rows, label="after",
-                    env={"packages": {"torch": "2.13.0+cu130", "deepspeed": "0.18.4"},
-                         "python": {"version": "3.12.1"}})
+    base = make_doc(
+        "20261130T000000Z-aaaaaa",
+        TS.format(0),
+        base_rows,
+        label="before",
+        env={"packages": {"torch": "2.13.0+cpu", "deepspeed": "0.18.3"}},
+    )
+    cont = make_doc(
+        "20261130T000001Z-bbbbbb",
+        TS.format(1),
+        cont_rows,
+        label="after",
+        env={
+            "packages": {"torch": "2.13.0+cu130", "deepspeed": "0.18.4"},
+            "python": {"version": "3.12.1"},
+        },
+    )
     for doc in (base, cont):
         results.write_run(doc, root=tmp_path)
     return results.load_runs(tmp_path)

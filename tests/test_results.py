@@ -75,10 +75,12 @@ def test_newer_schema_and_missing_migration_are_named(tmp_path, monkeypatch):
 
 
 def test_loader_skips_bad_files_with_one_line_each(tmp_path):
-    good1 = results.write_run(_doc("20261130T000001Z-aaaaaa", "2026-11-30T00:00:01+00:00"),
-                              root=tmp_path)
-    good2 = results.write_run(_doc("20261130T000000Z-bbbbbb", "2026-11-30T00:00:00+00:00"),
-                              root=tmp_path)
+    good1 = results.write_run(
+        _doc("20261130T000001Z-aaaaaa", "2026-11-30T00:00:01+00:00"), root=tmp_path
+    )
+    good2 = results.write_run(
+        _doc("20261130T000000Z-bbbbbb", "2026-11-30T00:00:00+00:00"), root=tmp_path
+    )
     m = tmp_path / "testbox"
     (m / "corrupt.json").write_text('{"schema": "dsbench-result", "run_id": ')
     write_json(m / "foreign.json", {"hello": "world"})
@@ -97,10 +99,16 @@ def test_loader_skips_bad_files_with_one_line_each(tmp_path):
     assert len(warnings) == 4
     assert all("\n" not in w for w in warnings)
     text = "\n".join(warnings)
-    for name, why in [("corrupt.json", "corrupt JSON"), ("foreign.json", "not a dsbench result"),
-                      ("list.json", "not a dsbench result"), ("nofield.json", "missing field 'env'")]:
+    for name, why in [
+        ("corrupt.json", "corrupt JSON"),
+        ("foreign.json", "not a dsbench result"),
+        ("list.json", "not a dsbench result"),
+        ("nofield.json", "missing field 'env'"),
+    ]:
         assert any(name in w and why in w for w in warnings), (name, text)
-    assert hashes == {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in tmp_path.rglob("*.json")}
+    assert hashes == {
+        p: hashlib.sha256(p.read_bytes()).hexdigest() for p in tmp_path.rglob("*.json")
+    }
 
 
 def test_json_written_is_strict(tmp_path):
@@ -108,4 +116,7 @@ def test_json_written_is_strict(tmp_path):
     doc["benchmarks"][0]["value"] = float("nan")
     with pytest.raises(ValueError):
         results.write_run(doc, root=tmp_path)
-    assert json.loads(results.write_run(_doc(), root=tmp_path).read_text())["schema"] == "dsbench-result"
+    assert (
+        json.loads(results.write_run(_doc(), root=tmp_path).read_text())["schema"]
+        == "dsbench-result"
+    )

@@ -1,4 +1,4 @@
-"""The ``dsbench`` command: one module per verb, each with ``add_arguments(parser)`` and ``run(args)``.
+"""The ``dsbench`` command: one module per verb, each with ``add_arguments`` and ``run``.
 
 User errors (:class:`dsbench.errors.UsageError`, bad arguments) become one line on stderr and
 exit status 2.

@@ -12,26 +12,49 @@ from dsbench import compare, results
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--baseline", required=True, metavar="SEL",
-                   help="label, version, or key=value (keys: "
-                        + ", ".join(compare.SELECTOR_KEYS) + ")")
-    p.add_argument("--contender", metavar="SEL",
-                   help="as --baseline; default: the newest run that is not the baseline")
-    p.add_argument("--results", metavar="DIR", default=None,
-                   help="results folder (default: $DSBENCH_RESULTS or ./results)")
-    p.add_argument("--format", default="github", choices=list(compare.FORMATS),
-                   help="table format (default github)")
-    p.add_argument("--factor", type=float, default=1.05,
-                   help="a change counts only beyond this ratio (default 1.05)")
-    p.add_argument("--fail-on-regression", action="store_true",
-                   help="exit 1 when any significant regression is found")
+    p.add_argument(
+        "--baseline",
+        required=True,
+        metavar="SEL",
+        help="label, version, or key=value (keys: " + ", ".join(compare.SELECTOR_KEYS) + ")",
+    )
+    p.add_argument(
+        "--contender",
+        metavar="SEL",
+        help="as --baseline; default: the newest run that is not the baseline",
+    )
+    p.add_argument(
+        "--results",
+        metavar="DIR",
+        default=None,
+        help="results folder (default: $DSBENCH_RESULTS or ./results)",
+    )
+    p.add_argument(
+        "--format",
+        default="github",
+        choices=list(compare.FORMATS),
+        help="table format (default github)",
+    )
+    p.add_argument(
+        "--factor",
+        type=float,
+        default=1.05,
+        help="a change counts only beyond this ratio (default 1.05)",
+    )
+    p.add_argument(
+        "--fail-on-regression",
+        action="store_true",
+        help="exit 1 when any significant regression is found",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     runs = results.load_runs(args.results)
     base, cont, notes = compare.pick_runs(runs, args.baseline, args.contender)
-    axes = compare.axes_of(compare.Selector.parse(args.baseline),
-                           compare.Selector.parse(args.contender) if args.contender else None)
+    axes = compare.axes_of(
+        compare.Selector.parse(args.baseline),
+        compare.Selector.parse(args.contender) if args.contender else None,
+    )
     rep = compare.report(base, cont, axes=axes, factor=args.factor, fmt=args.format, notes=notes)
     # Machine-readable formats keep stdout clean; the notes go to stderr.
     note_stream = sys.stderr if args.format in ("csv", "html") else sys.stdout
@@ -41,7 +64,9 @@ def run(args: argparse.Namespace) -> int:
     print(rep.verdict, file=note_stream)
     worse = compare.regressions(rep.rows)
     if args.fail_on_regression and worse:
-        print(f"dsbench: {len(worse)} significant regression(s): "
-              + ", ".join(r.id for r in worse), file=sys.stderr)
+        print(
+            f"dsbench: {len(worse)} significant regression(s): " + ", ".join(r.id for r in worse),
+            file=sys.stderr,
+        )
         return 1
     return 0

@@ -17,17 +17,28 @@ from dsbench.suites import SUITES, Context, check_suite
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--suite", default="quick", help=f"one of {', '.join(SUITES)} (default quick)")
-    p.add_argument("--filter", metavar="REGEX",
-                   help="only cases whose id matches, e.g. 'adamw' or 'allreduce.*size=67108864'")
+    p.add_argument(
+        "--filter",
+        metavar="REGEX",
+        help="only cases whose id matches, e.g. 'adamw' or 'allreduce.*size=67108864'",
+    )
     p.add_argument("--label", help="a label for this run (usable as a compare selector)")
-    p.add_argument("--out", metavar="PATH",
-                   help="results folder, or a .json file path (default: $DSBENCH_RESULTS or "
-                        "./results, file under <machine>/)")
-    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"],
-                   help="auto: the GPU if there is one (CUDA or ROCm), else the CPU")
+    p.add_argument(
+        "--out",
+        metavar="PATH",
+        help="results folder, or a .json file path (default: $DSBENCH_RESULTS or "
+        "./results, file under <machine>/)",
+    )
+    p.add_argument(
+        "--device",
+        default="auto",
+        choices=["auto", "cpu", "cuda"],
+        help="auto: the GPU if there is one (CUDA or ROCm), else the CPU",
+    )
     p.add_argument("--list", action="store_true", help="list the cases and exit")
-    p.add_argument("--no-compare", action="store_true",
-                   help="do not compare with the newest earlier run")
+    p.add_argument(
+        "--no-compare", action="store_true", help="do not compare with the newest earlier run"
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -35,31 +46,38 @@ def _device(choice: str) -> str:
     import torch
 
     if choice == "cuda" and not torch.cuda.is_available():
-        raise UsageError("--device cuda: no CUDA/ROCm device is visible to torch "
-                         f"(torch {torch.__version__}); use --device cpu or auto")
+        raise UsageError(
+            "--device cuda: no CUDA/ROCm device is visible to torch "
+            f"(torch {torch.__version__}); use --device cpu or auto"
+        )
     if choice == "auto":
-        if torch.cuda.is_available():
-            return "cuda"
-        print("dsbench: no GPU visible to torch: running on the CPU", file=sys.stderr)
-        return "cpu"
+        return "cuda" if torch.cuda.is_available() else "cpu"
     return choice
 
 
 def _context(suite: str, device: str, env: dict) -> Context:
     backend = env["backend"] if device == "cuda" else "cpu"
-    return Context(device="cuda:0" if device == "cuda" else "cpu", backend=backend, suite=suite,
-                   cpu_flags=tuple(env.get("cpu", {}).get("flags") or ()),
-                   device_count=env.get("device_count", 0) if device == "cuda" else 0)
+    return Context(
+        device="cuda:0" if device == "cuda" else "cpu",
+        backend=backend,
+        suite=suite,
+        cpu_flags=tuple(env.get("cpu", {}).get("flags") or ()),
+        device_count=env.get("device_count", 0) if device == "cuda" else 0,
+    )
 
 
 def _profile(env: dict, device: str):
     from dsbench import hardware
 
     dev = env["devices"][0] if env.get("devices") else {}
-    det = hardware.detect({"backend": env["backend"] if device == "cuda" else "cpu",
-                           "name": dev.get("name", ""),
-                           "total_memory_bytes": dev.get("total_memory_bytes"),
-                           "arch": dev.get("arch")})
+    det = hardware.detect(
+        {
+            "backend": env["backend"] if device == "cuda" else "cpu",
+            "name": dev.get("name", ""),
+            "total_memory_bytes": dev.get("total_memory_bytes"),
+            "arch": dev.get("arch"),
+        }
+    )
     if det.message:
         print(f"dsbench: {det.message}", file=sys.stderr)
     return hardware.calibrate(det.profile, "cuda:0" if device == "cuda" else "cpu")
@@ -72,16 +90,28 @@ def summary_table(rows: list[dict]) -> str:
             s = r["stats"]
             half = (s["ci_high"] - s["ci_low"]) / 2
             pct = r.get("pct_of_peak")
-            table.append([r["id"], f"{r['value']:.4g} ± {half:.2g}", f"{r['metric']} {r['unit']}",
-                          "n/a" if pct is None else f"{pct:.1f}%",
-                          f"{r['metrics']['time']['value']:.4g}", s["n"], "ok"])
+            table.append(
+                [
+                    r["id"],
+                    f"{r['value']:.4g} ± {half:.2g}",
+                    f"{r['metric']} {r['unit']}",
+                    "n/a" if pct is None else f"{pct:.1f}%",
+                    f"{r['metrics']['time']['value']:.4g}",
+                    s["n"],
+                    "ok",
+                ]
+            )
         else:
             why = r.get("error") or r.get("reason") or ""
-            table.append([r["id"], "", f"{r['metric']} {r['unit']}", "", "", "",
-                          f"{r['status']}: {why}"])
-    return tabulate(table, headers=["benchmark", "median ± 99% CI", "metric", "% of peak",
-                                    "time ms", "n", "status"], tablefmt="simple",
-                    disable_numparse=True)
+            table.append(
+                [r["id"], "", f"{r['metric']} {r['unit']}", "", "", "", f"{r['status']}: {why}"]
+            )
+    return tabulate(
+        table,
+        headers=["benchmark", "median ± 99% CI", "metric", "% of peak", "time ms", "n", "status"],
+        tablefmt="simple",
+        disable_numparse=True,
+    )
 
 
 def _progress(total: int, enabled: bool):
@@ -93,9 +123,15 @@ def _progress(total: int, enabled: bool):
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    bar = Progress(TextColumn("[bold]dsbench run"), BarColumn(), MofNCompleteColumn(),
-                   TimeElapsedColumn(), TextColumn("{task.description}"),
-                   console=Console(stderr=True), transient=False)
+    bar = Progress(
+        TextColumn("[bold]dsbench run"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        console=Console(stderr=True),
+        transient=False,
+    )
     task = bar.add_task("", total=total)
 
     def update(case_id: str, row: dict | None) -> None:
@@ -122,15 +158,21 @@ def run(args: argparse.Namespace) -> int:
     if args.list:
         print("\n".join(p.id for p in planned))
         return 0
+    if args.device == "auto" and device == "cpu":
+        print("dsbench: no GPU visible to torch: running on the CPU", file=sys.stderr)
     profile = _profile(env, device)
     started = datetime.now(UTC)
     update, bar = _progress(len(planned), not args.no_progress and sys.stderr.isatty())
     with bar:
         rows = runner.run_suite(suite, ctx, profile, pattern=args.filter, progress=update)
-    doc = runner.new_run_doc(suite=suite, label=args.label, env=env, profile=profile, rows=rows,
-                             started=started)
-    path = results.write_run(doc, root=None if out.suffix == ".json" else out,
-                             path=out if out.suffix == ".json" else None)
+    doc = runner.new_run_doc(
+        suite=suite, label=args.label, env=env, profile=profile, rows=rows, started=started
+    )
+    path = results.write_run(
+        doc,
+        root=None if out.suffix == ".json" else out,
+        path=out if out.suffix == ".json" else None,
+    )
     print(summary_table(rows))
     print(f"\nwrote {path} ({doc['wall_s']:.0f} s, suite {suite}, profile {profile.name})")
     if not args.no_compare and out.suffix != ".json":
@@ -145,12 +187,22 @@ def run(args: argparse.Namespace) -> int:
 def _compare_with_previous(root: Path, doc: dict) -> None:
     runs = results.load_runs(root)
     this = next((r for r in runs if r.id == doc["run_id"]), None)
-    earlier = [r for r in runs if r is not this and r.machine == doc["machine"]
-               and r.doc.get("suite") == doc["suite"] and r.created <= doc["created"]]
+    earlier = [
+        r
+        for r in runs
+        if r is not this
+        and r.machine == doc["machine"]
+        and r.doc.get("suite") == doc["suite"]
+        and r.created <= doc["created"]
+    ]
     if this is None or not earlier:
         print("(no earlier run of this suite on this machine to compare with)")
         return
     base = earlier[-1]
-    rep = compare.report(base, this, axes={"commit", "dsbench"},
-                         notes=[f"\ncompared with the newest earlier run: {base.describe()}"])
+    rep = compare.report(
+        base,
+        this,
+        axes={"commit", "dsbench"},
+        notes=[f"\ncompared with the newest earlier run: {base.describe()}"],
+    )
     print("\n".join([*rep.notes, rep.table, rep.verdict]))

@@ -33,5 +33,16 @@ def check_suite(name: str) -> str:
     return name
 
 
-__all__ = ["BENCHMARKS", "SUITES", "Benchmark", "Case", "Context", "Metric", "Skip", "Work",
-           "case_id", "check_suite", "get_benchmark"]
+__all__ = [
+    "BENCHMARKS",
+    "SUITES",
+    "Benchmark",
+    "Case",
+    "Context",
+    "Metric",
+    "Skip",
+    "Work",
+    "case_id",
+    "check_suite",
+    "get_benchmark",
+]

@@ -52,13 +52,24 @@ class Metric:
 
 
 def time_ms() -> Metric:
-    return Metric(name="time", unit="ms", direction="lower", value=lambda w, t: t * 1e3,
-                  description="median time per call")
+    return Metric(
+        name="time",
+        unit="ms",
+        direction="lower",
+        value=lambda w, t: t * 1e3,
+        description="median time per call",
+    )
 
 
 def gbps(name: str = "bandwidth", peak: str | None = "mem_bandwidth") -> Metric:
-    return Metric(name=name, unit="GB/s", direction="higher", value=lambda w, t: w.bytes / t / 1e9,
-                  peak=peak, description="bytes moved / time, 1 GB = 1e9 B")
+    return Metric(
+        name=name,
+        unit="GB/s",
+        direction="higher",
+        value=lambda w, t: w.bytes / t / 1e9,
+        peak=peak,
+        description="bytes moved / time, 1 GB = 1e9 B",
+    )
 
 
 @dataclass(kw_only=True)
@@ -114,8 +125,10 @@ class Benchmark:
     def cases(self, suite: str, ctx: Context) -> list[dict]:
         grid = self.grid(suite, ctx)
         keys = list(grid)
-        return [dict(zip(keys, values, strict=True))
-                for values in itertools.product(*(grid[k] for k in keys))]
+        return [
+            dict(zip(keys, values, strict=True))
+            for values in itertools.product(*(grid[k] for k in keys))
+        ]
 
 
 def case_id(name: str, params: dict) -> str:

@@ -68,29 +68,52 @@ def _make_setup(op: str):
         else:
             out = torch.empty(size // elt // n, device=device, dtype=dtype)
             args, factor = [(out, data)], reduce_scatter_factor(n)
-        return Case(fn=fn, args=args, work=Work(wire_bytes=size, busbw_factor=factor),
-                    notes={"count": size // elt, "busbw_factor": factor})
+        return Case(
+            fn=fn,
+            args=args,
+            work=Work(wire_bytes=size, busbw_factor=factor),
+            notes={"count": size // elt, "busbw_factor": factor},
+        )
 
     return setup
 
 
 def _metrics() -> tuple[Metric, ...]:
     return (
-        Metric(name="busbw", unit="GB/s", direction="higher",
-               value=lambda w, t: w.wire_bytes / t / 1e9 * w.busbw_factor, peak="link_bandwidth",
-               description="algbw x bus factor (nccl-tests)"),
-        Metric(name="algbw", unit="GB/s", direction="higher",
-               value=lambda w, t: w.wire_bytes / t / 1e9, description="S / t (nccl-tests)"),
+        Metric(
+            name="busbw",
+            unit="GB/s",
+            direction="higher",
+            value=lambda w, t: w.wire_bytes / t / 1e9 * w.busbw_factor,
+            peak="link_bandwidth",
+            description="algbw x bus factor (nccl-tests)",
+        ),
+        Metric(
+            name="algbw",
+            unit="GB/s",
+            direction="higher",
+            value=lambda w, t: w.wire_bytes / t / 1e9,
+            description="S / t (nccl-tests)",
+        ),
         time_ms(),
     )
 
 
 ALLREDUCE = Benchmark(
-    name="allreduce", description="sum all-reduce over N local ranks; busbw = algbw x 2(n-1)/n",
-    grid=_grid, setup=_make_setup("allreduce"), metrics=_metrics(), ranks_param="ranks")
+    name="allreduce",
+    description="sum all-reduce over N local ranks; busbw = algbw x 2(n-1)/n",
+    grid=_grid,
+    setup=_make_setup("allreduce"),
+    metrics=_metrics(),
+    ranks_param="ranks",
+)
 REDUCE_SCATTER = Benchmark(
     name="reduce_scatter",
     description="sum reduce-scatter over N local ranks; S = input size; busbw = algbw x (n-1)/n",
-    grid=_grid, setup=_make_setup("reduce_scatter"), metrics=_metrics(), ranks_param="ranks")
+    grid=_grid,
+    setup=_make_setup("reduce_scatter"),
+    metrics=_metrics(),
+    ranks_param="ranks",
+)
 
 BENCHMARKS = [ALLREDUCE, REDUCE_SCATTER]

@@ -28,8 +28,11 @@ def cpu_gemm_dtype(flags: tuple[str, ...]) -> tuple[str, str]:
 def _grid(suite: str, ctx: Context) -> dict[str, list]:
     if ctx.gpu:
         dtypes = ["float16"] if suite != "full" else ["float16", "bfloat16"]
-        sizes = {"smoke": [256], "quick": [1024, 4096, 8192],
-                 "full": [1024, 2048, 4096, 8192, 16384]}[suite]
+        sizes = {
+            "smoke": [256],
+            "quick": [1024, 4096, 8192],
+            "full": [1024, 2048, 4096, 8192, 16384],
+        }[suite]
     else:
         dtypes = [cpu_gemm_dtype(ctx.cpu_flags)[0]]
         if suite == "full" and "float32" not in dtypes:
@@ -48,14 +51,17 @@ def _setup(params: dict, ctx: Context) -> Case:
     n, device = params["size"], ctx.torch_device
     elt = torch.finfo(dtype).bits // 8
     g = torch.Generator(device=device).manual_seed(0)
-    sets = [tuple(torch.randn(n, n, device=device, generator=g).to(dtype) for _ in range(2))
-            for _ in range(rotation_count(3 * n * n * elt, device))]
+    sets = [
+        tuple(torch.randn(n, n, device=device, generator=g).to(dtype) for _ in range(2))
+        for _ in range(rotation_count(3 * n * n * elt, device))
+    ]
     notes = {"shape": f"{n}x{n}x{n}", "accumulate": "fp32"}
     if not ctx.gpu:
         best, why = cpu_gemm_dtype(ctx.cpu_flags)
         notes["dtype_reason"] = why if params["dtype"] == best else "fp32 for reference"
-    return Case(fn=gemm, args=sets, work=Work(flops=2.0 * n * n * n, bytes=3.0 * n * n * elt),
-                notes=notes)
+    return Case(
+        fn=gemm, args=sets, work=Work(flops=2.0 * n * n * n, bytes=3.0 * n * n * elt), notes=notes
+    )
 
 
 GEMM = Benchmark(
@@ -64,9 +70,14 @@ GEMM = Benchmark(
     grid=_grid,
     setup=_setup,
     metrics=(
-        Metric(name="throughput", unit="TFLOP/s", direction="higher",
-               value=lambda w, t: w.flops / t / 1e12, peak="flops:{dtype}",
-               description="2*M*N*K / time"),
+        Metric(
+            name="throughput",
+            unit="TFLOP/s",
+            direction="higher",
+            value=lambda w, t: w.flops / t / 1e12,
+            peak="flops:{dtype}",
+            description="2*M*N*K / time",
+        ),
         time_ms(),
     ),
 )

@@ -23,7 +23,9 @@ def _grid(suite: str, ctx: Context) -> dict[str, list]:
     sizes = {
         "smoke": [100_000],
         "quick": [1 * M, 4 * M, 16 * M] if not ctx.gpu else [4 * M, 16 * M, 64 * M],
-        "full": [1 * M, 4 * M, 16 * M, 64 * M] if not ctx.gpu else [16 * M, 64 * M, 256 * M, 1024 * M],
+        "full": [1 * M, 4 * M, 16 * M, 64 * M]
+        if not ctx.gpu
+        else [16 * M, 64 * M, 256 * M, 1024 * M],
     }[suite]
     return {"impl": ["torch"], "params": sizes}
 
@@ -44,24 +46,46 @@ def _setup(params: dict, ctx: Context) -> Case:
         sets.append(([p], [grad], [m], [v], [torch.zeros((), dtype=torch.float32)]))
 
     def fn(p, grad, m, v, steps):
-        step(p, grad, m, v, steps, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8,
-             weight_decay=0.01, fused=fused)
+        step(
+            p,
+            grad,
+            m,
+            v,
+            steps,
+            lr=1e-3,
+            beta1=0.9,
+            beta2=0.999,
+            eps=1e-8,
+            weight_decay=0.01,
+            fused=fused,
+        )
 
-    return Case(fn=fn, args=sets, work=Work(bytes=ADAMW_BYTES_PER_PARAM * n, items=n),
-                notes={"variant": "fused" if fused else "foreach",
-                       "bytes_per_param": ADAMW_BYTES_PER_PARAM})
+    return Case(
+        fn=fn,
+        args=sets,
+        work=Work(bytes=ADAMW_BYTES_PER_PARAM * n, items=n),
+        notes={
+            "variant": "fused" if fused else "foreach",
+            "bytes_per_param": ADAMW_BYTES_PER_PARAM,
+        },
+    )
 
 
 ADAMW = Benchmark(
     name="adamw",
     description="AdamW step on fp32 params/grads/moments (torch reference, fused where "
-                "available); GB/s at 28 B/param",
+    "available); GB/s at 28 B/param",
     grid=_grid,
     setup=_setup,
     metrics=(
         gbps("bandwidth", peak="mem_bandwidth"),
-        Metric(name="params_per_s", unit="Gparam/s", direction="higher",
-               value=lambda w, t: w.items / t / 1e9, description="parameters updated per second"),
+        Metric(
+            name="params_per_s",
+            unit="Gparam/s",
+            direction="higher",
+            value=lambda w, t: w.items / t / 1e9,
+            description="parameters updated per second",
+        ),
         time_ms(),
     ),
 )

@@ -1,0 +1,101 @@
+"""End to end through the installed console script: run a tiny suite twice, then compare."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+DSBENCH = shutil.which("dsbench", path=str(Path(sys.executable).parent)) or "dsbench"
+
+
+def dsbench(*args, cwd, check=True):
+    env = dict(os.environ, DSBENCH_RESULTS=str(cwd / "results"), DSBENCH_MACHINE="testbox")
+    proc = subprocess.run(
+        [DSBENCH, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"dsbench {' '.join(args)} -> {proc.returncode}\n{proc.stderr}")
+    return proc
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    cwd = tmp_path_factory.mktemp("e2e")
+    first = dsbench("run", "--suite", "smoke", "--label", "first", cwd=cwd)
+    second = dsbench("run", "--suite", "smoke", "--label", "second", cwd=cwd)
+    return cwd, first, second
+
+
+def test_run_writes_a_complete_result_file(two_runs):
+    cwd, first, _ = two_runs
+    files = sorted((cwd / "results" / "testbox").glob("*.json"))
+    assert len(files) == 2
+    doc = json.loads(files[0].read_text())
+    assert doc["schema"] == "dsbench-result" and doc["label"] == "first"
+    assert doc["env"]["backend"] == "cpu" and doc["profile"]["name"] == "cpu"
+    names = {row["name"] for row in doc["benchmarks"]}
+    assert names == {"adamw", "gemm", "allreduce", "reduce_scatter"}
+    for row in doc["benchmarks"]:
+        assert row["status"] == "ok", row
+        assert row["direction"] == "higher" and row["value"] > 0
+        assert len(row["samples"]) == row["stats"]["n"] >= 8
+        assert row["memory"]["host_peak_rss_bytes"] > 0
+        assert row["pct_of_peak"] is not None and row["peak"]["measured"] is True
+    coll = next(r for r in doc["benchmarks"] if r["name"] == "allreduce")
+    assert coll["metrics"]["algbw"]["value"] == pytest.approx(coll["value"])  # 2 ranks: factor 1
+    assert "no GPU visible to torch: running on the CPU" in first.stderr
+    assert "median ± 99% CI" in first.stdout
+    assert "no earlier run of this suite" in first.stdout
+
+
+def test_second_run_prints_comparison_with_the_first(two_runs):
+    _, _, second = two_runs
+    assert "compared with the newest earlier run: run" in second.stdout
+    assert "label 'first'" in second.stdout
+    assert "| adamw[impl=torch,params=100000]" in second.stdout
+
+
+def test_compare_two_runs(two_runs):
+    cwd, _, _ = two_runs
+    proc = dsbench(
+        "compare",
+        "--baseline",
+        "first",
+        "--contender",
+        "label=second",
+        "--format",
+        "markdown",
+        cwd=cwd,
+    )
+    assert "| benchmark" in proc.stdout and "gemm[" in proc.stdout
+    assert re.fullmatch(r"\d+ better, \d+ worse .*", proc.stdout.splitlines()[-1])
+    csv = dsbench("compare", "--baseline", "first", "--format", "csv", cwd=cwd)
+    assert csv.stdout.splitlines()[0] == "benchmark,unit,baseline,contender,ratio,change"
+    assert len(csv.stdout.splitlines()) == 1 + 4  # adamw, gemm, allreduce, reduce_scatter
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["run", "--suite", "qiuck"], "unknown suite 'qiuck' (did you mean 'quick'?)"),
+        (["run", "--filter", "nothing-matches"], "matches no benchmark in suite 'quick'"),
+        (["run", "--device", "tpu"], "invalid choice: 'tpu'"),
+        (["compare", "--baseline", "nope"], "matches no run"),
+        (["profiles", "a100"], "unknown profile 'a100'"),
+        (["frobnicate"], "invalid choice: 'frobnicate'"),
+    ],
+)
+def test_bad_input_one_line_exit_2(two_runs, args, needle):
+    cwd, _, _ = two_runs
+    before = sorted((cwd / "results").rglob("*"))
+    proc = dsbench(*args, cwd=cwd, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert needle in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+    assert sorted((cwd / "results").rglob("*")) == before
