@@ -621,7 +621,7 @@ def detect_local(device: str = "cpu") -> Detection:
 # Calibration: measured ceilings for the generic profiles
 # --------------------------------------------------------------------------------------------
 
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 CACHE_FILE = "calibration.json"
 
 
@@ -672,25 +672,30 @@ def _best_time(fn: Callable[[], Any], sync: Callable[[], None], reps: int, inner
     return best
 
 
-def _copy_seconds(
+def _stream_rates(
     dev: Any, nbytes: int, sync: Callable[[], None], reps: int, inner: int
-) -> tuple[float, float]:
-    """Best seconds for ``dst.copy_(src)`` and for ``dst.add_(src)`` of ``nbytes`` float32 bytes.
+) -> dict[str, float]:
+    """GB/s (bytes read + written, 1e9) of three STREAM-like kernels on ``nbytes`` float32 tensors.
 
-    The copy moves 2 x nbytes as counted (read src, write dst), but on CPUs the write also
-    reads dst first (write-allocate), so it understates the bandwidth an in-place kernel such as
-    AdamW sees. The in-place add (read dst and src, write dst: 3 x nbytes) has no such hidden
-    traffic; the ceiling is the better of the two.
+    ``copy`` (dst.copy_(src): 2 x nbytes as counted) understates what an in-place kernel such as
+    AdamW sees, because on CPUs each written line is also read first (write-allocate). The
+    in-place ``scale`` (x.mul_(s): 2 x nbytes) and ``add`` (x.add_(y): 3 x nbytes) have no such
+    hidden traffic. The memory-bandwidth ceiling is the best of the three.
     """
     import torch
 
     src = torch.empty(nbytes // 4, dtype=torch.float32, device=dev).fill_(1.0)
-    dst = torch.empty_like(src)
-    dst.copy_(src)  # warm-up: faults in dst's pages
-    copy = _best_time(lambda: dst.copy_(src), sync, reps, inner)
-    dst.add_(src)
-    add = _best_time(lambda: dst.add_(src), sync, reps, inner)
-    return copy, add
+    dst = torch.empty_like(src).fill_(1.0)  # also faults in dst's pages
+    kernels = {
+        "copy": (lambda: dst.copy_(src), 2),
+        "scale": (lambda: dst.mul_(1.0), 2),
+        "add": (lambda: dst.add_(src), 3),
+    }
+    rates = {}
+    for name, (fn, streams) in kernels.items():
+        fn()  # warm-up
+        rates[name] = streams * nbytes / _best_time(fn, sync, reps, inner) / 1e9
+    return rates
 
 
 def measure_ceilings(device: str = "cpu") -> dict[str, Any]:
@@ -715,18 +720,18 @@ def measure_ceilings(device: str = "cpu") -> dict[str, Any]:
     # -- memory copy ------------------------------------------------------------------------
     nbytes = (1024 if gpu else 256) * 2**20
     reps = 5 if gpu else 10
-    copy_s, add_s = _copy_seconds(dev, nbytes, sync, reps, inner=20 if gpu else 1)
-    copy_gbps = nbytes / copy_s / 1e9
-    add_gbps = 3 * nbytes / add_s / 1e9
+    stream = _stream_rates(dev, nbytes, sync, reps, inner=20 if gpu else 1)
+    copy_gbps = stream["copy"] / 2  # bytes copied per second
     methods["memory_bandwidth_gbps"] = (
         f"best of {reps} reps on {nbytes // 2**20} MiB float32 tensors, counting bytes read + "
-        f"written: Tensor.copy_ {2 * copy_gbps:.1f} GB/s, in-place Tensor.add_ {add_gbps:.1f} "
-        "GB/s (no write-allocate traffic); the larger is the ceiling"
+        f"written: Tensor.copy_ {stream['copy']:.1f} GB/s, in-place Tensor.mul_ "
+        f"{stream['scale']:.1f} GB/s, in-place Tensor.add_ {stream['add']:.1f} GB/s; the best "
+        "is the ceiling (in-place kernels avoid write-allocate traffic)"
     )
     methods["copy_bandwidth_gbps"] = (
         "gloo between local ranks moves data through host memory, so its ceiling is the bytes "
-        f"copied per second by the same copy: {copy_gbps:.1f} GB/s (memory bandwidth / 2, as "
-        "that counts read + write)"
+        f"copied per second by Tensor.copy_ (each byte read once and written once): "
+        f"{copy_gbps:.1f} GB/s"
     )
 
     # -- matmul -----------------------------------------------------------------------------
@@ -749,8 +754,11 @@ def measure_ceilings(device: str = "cpu") -> dict[str, Any]:
                     n //= 2
             a = torch.randn(n, n, generator=generator, device=dev, dtype=dtype)
             b = torch.randn(n, n, generator=generator, device=dev, dtype=dtype)
-            a @ b  # warm-up
-            reps, inner = (3, 10) if gpu else (3, 1)
+            warm_until = time.perf_counter() + 0.2  # let clocks and library caches settle
+            while time.perf_counter() < warm_until:
+                a @ b
+                sync()
+            reps, inner = (5, 10) if gpu else (5, 1)
             seconds = _best_time(lambda a=a, b=b: a @ b, sync, reps, inner)
             dname = str(dtype).removeprefix("torch.")
             rates[dname] = 2 * n**3 / seconds / 1e12
@@ -762,7 +770,7 @@ def measure_ceilings(device: str = "cpu") -> dict[str, Any]:
     finally:
         torch.set_float32_matmul_precision(old_precision)
     return {
-        "memory_bandwidth_gbps": max(2 * copy_gbps, add_gbps),
+        "memory_bandwidth_gbps": max(stream.values()),
         "copy_bandwidth_gbps": copy_gbps,
         "matmul_tflops": rates,
         "methods": methods,

@@ -152,18 +152,25 @@ def measure(
         calls += 1
 
     # Warm-up: also estimates the cost of one call (synchronized, so GPU work is included).
+    # Several ranks must make the same number of calls (each is a collective), so they warm up
+    # with min_warmup calls, agree on the slowest rank's cost, then all make the same extra calls.
     if distributed:
         _barrier(device)
     _sync(device)
     t0 = time.perf_counter()
     warm = 0
-    while warm < cfg.min_warmup or time.perf_counter() - t0 < cfg.warmup_s:
+    while warm < cfg.min_warmup or (not distributed and time.perf_counter() - t0 < cfg.warmup_s):
         call()
         _sync(device)
         warm += 1
     per_call = (time.perf_counter() - t0) / warm
     if distributed:
         per_call = _allreduce_max([per_call], device)[0]
+        extra = min(int(cfg.warmup_s / max(per_call, 1e-9)) - warm, cfg.max_reps)
+        for _ in range(max(0, extra)):
+            call()
+        warm += max(0, extra)
+        _sync(device)
 
     flush = _flush_buffer(device) if gpu and cfg.flush_l2 else None
     planned = max(cfg.min_reps, min(cfg.max_reps, int(cfg.budget_s / max(per_call, 1e-9))))

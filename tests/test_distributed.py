@@ -1,0 +1,34 @@
+"""Spawned ranks over gloo: agreed repetition counts, slowest-rank samples, failures named."""
+
+import pytest
+
+from dsbench.distributed import RankFailure, spawn_ranks
+
+pytestmark = pytest.mark.slow
+
+
+def test_ranks_agree_and_report_the_slowest():
+    got = {}
+    spawn_ranks(
+        "tests._dist_workers:time_allreduce",
+        2,
+        {"count": 1 << 16},
+        on_message=lambda rank, msg: got.__setitem__(rank, msg),
+        timeout_s=120,
+    )
+    assert set(got) == {0, 1}
+    assert got[0]["n"] == got[1]["n"] >= 8
+    assert got[0]["samples"] == got[1]["samples"]  # element-wise max over ranks, on every rank
+    assert got[0]["ranks"] == 2
+
+
+def test_a_failing_rank_is_named():
+    with pytest.raises(RankFailure, match=r"rank 1 of 2 failed: ValueError: rank one is broken"):
+        spawn_ranks(
+            "tests._dist_workers:fail_on_rank_one", 2, None, timeout_s=60, collective_timeout_s=10
+        )
+
+
+def test_a_hanging_rank_is_named():
+    with pytest.raises(RankFailure, match=r"rank\(s\) 1 of 2 did not finish within 5 s"):
+        spawn_ranks("tests._dist_workers:hang_on_rank_one", 2, None, timeout_s=5)
