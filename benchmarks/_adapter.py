@@ -7,7 +7,8 @@ For a definition ``b`` this makes a class with asv's ``params``/``param_names`` 
   L2 flush on GPUs), with its unit (GB/s, TFLOP/s, ...);
 - ``time_call`` and ``peakmem_call``: asv's own timing and host-memory peak of one call
   (single-process benchmarks only);
-- ``track_device_peak_bytes``: GPU allocator peak (asv's ``peakmem_`` sees host memory only).
+- ``track_device_peak_bytes`` (GPU only): the allocator's peak (asv's ``peakmem_`` sees host
+  memory only).
 
 Collectives spawn their ranks inside ``track_*``. A case that cannot run in this environment
 raises ``NotImplementedError``, which asv records as skipped.
@@ -26,29 +27,12 @@ def _setting():
     """(ctx, profile) for this process: the detected device, as ``dsbench run`` does it."""
     import torch
 
-    from dsbench import hardware
+    from dsbench import runner
     from dsbench.envinfo import collect_env
-    from dsbench.suites import Context
 
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    env = collect_env(device, telemetry=False)
-    dev = env["devices"][0] if env.get("devices") else {}
-    ctx = Context(
-        device="cuda:0" if device == "cuda" else "cpu",
-        backend=env["backend"] if device == "cuda" else "cpu",
-        suite=os.environ.get("DSBENCH_ASV_SUITE", "quick"),
-        cpu_flags=tuple(env["cpu"].get("flags") or ()),
-        device_count=env.get("device_count", 0) if device == "cuda" else 0,
-    )
-    det = hardware.detect(
-        {
-            "backend": ctx.backend,
-            "name": dev.get("name", ""),
-            "total_memory_bytes": dev.get("total_memory_bytes"),
-            "arch": dev.get("arch"),
-        }
-    )
-    return ctx, hardware.calibrate(det.profile, ctx.device)
+    env = collect_env("cuda" if torch.cuda.is_available() else "cpu", telemetry=False)
+    ctx = runner.context_for(env, os.environ.get("DSBENCH_ASV_SUITE", "quick"))
+    return ctx, runner.profile_for(env, ctx)
 
 
 def asv_class(bench: Benchmark) -> type:
@@ -111,15 +95,12 @@ def asv_class(bench: Benchmark) -> type:
         def peakmem_call(self, *args):
             self.case.fn(*self.case.args[0])
 
-        def track_device_peak_bytes(self, *args):
-            if not ctx.gpu:
-                raise NotImplementedError("no GPU: device memory not applicable")
-            return measured_row(self, *args)["memory"]["device_peak_allocated_bytes"]
+        attrs.update(time_call=time_call, peakmem_call=peakmem_call)
+        if ctx.gpu:  # asv's peakmem_ sees host memory only; the GPU allocator's peak is tracked
 
-        track_device_peak_bytes.unit = "bytes"
-        attrs.update(
-            time_call=time_call,
-            peakmem_call=peakmem_call,
-            track_device_peak_bytes=track_device_peak_bytes,
-        )
+            def track_device_peak_bytes(self, *args):
+                return measured_row(self, *args)["memory"]["device_peak_allocated_bytes"]
+
+            track_device_peak_bytes.unit = "bytes"
+            attrs["track_device_peak_bytes"] = track_device_peak_bytes
     return type(bench.name.title().replace("_", ""), (), attrs)

@@ -530,7 +530,7 @@ def _driver_fallback(backend: str) -> str | None:
 
 
 def _profile(backend: str, device: dict) -> dict:
-    """Match the first device against the hardware profiles (``dsbench.hardware``)."""
+    """Match the first device against the hardware profiles; ``$DSBENCH_PROFILE`` overrides."""
     try:
         from dsbench.hardware import detect
 
@@ -540,14 +540,15 @@ def _profile(backend: str, device: dict) -> dict:
                 "name": device.get("name"),
                 "total_memory_bytes": device.get("total_memory_bytes"),
                 "arch": device.get("arch"),
-            }
+                "compute_units": device.get("multi_processor_count"),
+            },
+            override=os.environ.get("DSBENCH_PROFILE") or None,
         )
-        profile = getattr(d, "profile", None)
         return {
-            "name": getattr(profile, "name", None),
-            "title": getattr(profile, "title", None),
-            "matched_by": getattr(d, "matched_by", None),
-            "message": getattr(d, "message", None),
+            "name": d.profile.name,
+            "title": d.profile.title,
+            "matched_by": d.matched_by,
+            "message": d.message,
         }
     except Exception as exc:  # the report must work while profiles are missing or broken
         return {

@@ -58,10 +58,15 @@ class PeakMemory:
             torch.cuda.synchronize(self.device)
             torch.cuda.reset_peak_memory_stats(self.device)
         self._reset = reset_host_peak()
+        self._rss_start = _read_status_kib("VmRSS")
         return self
 
     def __exit__(self, *exc) -> None:
-        result: dict = {"host_peak_rss_bytes": host_peak_rss(), "host_peak_reset": self._reset}
+        result: dict = {
+            "host_peak_rss_bytes": host_peak_rss(),
+            "host_rss_start_bytes": self._rss_start,
+            "host_peak_reset": self._reset,
+        }
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
             result["device_peak_allocated_bytes"] = torch.cuda.max_memory_allocated(self.device)

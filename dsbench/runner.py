@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 TIMING = {
     "smoke": TimingConfig(warmup_s=0.0, min_warmup=1, min_reps=8, max_reps=20, budget_s=0.05),
-    "quick": TimingConfig(warmup_s=0.05, min_reps=10, max_reps=200, budget_s=0.8),
+    "quick": TimingConfig(warmup_s=0.1, min_reps=15, max_reps=300, budget_s=2.0),
     "full": TimingConfig(warmup_s=0.2, min_reps=20, max_reps=1000, budget_s=3.0),
 }
 
@@ -41,6 +41,30 @@ class Planned:
     @property
     def id(self) -> str:
         return case_id(self.bench.name, self.params)
+
+
+def context_for(env: dict, suite: str) -> Context:
+    """Where the cases run, from the environment report of the chosen device."""
+    gpu = env["backend"] in ("cuda", "rocm")
+    return Context(
+        device="cuda:0" if gpu else "cpu",
+        backend=env["backend"],
+        suite=suite,
+        cpu_flags=tuple((env.get("cpu") or {}).get("flags") or ()),
+        device_count=env.get("device_count", 0) if gpu else 0,
+    )
+
+
+def profile_for(env: dict, ctx: Context, warn: Callable[[str], None] | None = None) -> Profile:
+    """The hardware profile the environment report matched, with measured ceilings filled in."""
+    from dsbench import hardware
+
+    detected = env.get("profile") or {}
+    if detected.get("message") and warn is not None:
+        warn(detected["message"])
+    if not detected.get("name"):
+        raise UsageError(detected.get("message") or "no hardware profile matched this device")
+    return hardware.calibrate(hardware.get_profile(detected["name"]), ctx.device)
 
 
 def plan(suite: str, ctx: Context, pattern: str | None = None) -> list[Planned]:

@@ -325,34 +325,24 @@ def test_collect_env_rocm_path_with_faked_gpu(monkeypatch):
 
 
 def test_profile_uses_hardware_detect(monkeypatch):
-    seen = {}
-
-    def detect(device):
-        seen.update(device)
-        if device["name"] == "mystery":
-            return SimpleNamespace(
-                profile=None, matched_by=None, message="no profile for 'mystery'"
-            )
-        profile = SimpleNamespace(name="h100-sxm", title="NVIDIA H100 SXM5 80GB")
-        return SimpleNamespace(profile=profile, matched_by="name", message=None)
-
-    monkeypatch.setitem(sys.modules, "dsbench.hardware", SimpleNamespace(detect=detect))
-    dev = {"name": "NVIDIA H100 80GB HBM3", "total_memory_bytes": 1, "arch": "sm_90", "index": 0}
-    assert envinfo._profile("cuda", dev) == {
-        "name": "h100-sxm",
-        "title": "NVIDIA H100 SXM5 80GB",
-        "matched_by": "name",
-        "message": None,
-    }
-    assert seen == {
-        "backend": "cuda",
-        "name": dev["name"],
-        "total_memory_bytes": 1,
+    monkeypatch.delenv("DSBENCH_PROFILE", raising=False)
+    h100 = {
+        "name": "NVIDIA H100 80GB HBM3",
+        "total_memory_bytes": 85_045_198_848,
         "arch": "sm_90",
+        "multi_processor_count": 132,
+        "index": 0,
     }
-    assert envinfo._profile("cuda", {"name": "mystery"})["message"] == "no profile for 'mystery'"
-    monkeypatch.setitem(sys.modules, "dsbench.hardware", SimpleNamespace())  # no detect yet
-    broken = envinfo._profile("cpu", dev)
+    got = envinfo._profile("cuda", h100)
+    assert got["name"] == "h100-sxm" and got["message"] is None and got["matched_by"]
+    unknown = envinfo._profile("cuda", {"name": "NVIDIA GeForce RTX 4090", "arch": "sm_89"})
+    assert unknown["name"] == "generic-gpu" and "RTX 4090" in unknown["message"]
+    # a MIG slice or a cut-down part has fewer compute units: not the datasheet device
+    assert envinfo._profile("cuda", h100 | {"multi_processor_count": 16})["name"] == "generic-gpu"
+    monkeypatch.setenv("DSBENCH_PROFILE", "a100-80gb-sxm")
+    assert envinfo._profile("cuda", h100)["name"] == "a100-80gb-sxm"
+    monkeypatch.setitem(sys.modules, "dsbench.hardware", SimpleNamespace())  # broken install
+    broken = envinfo._profile("cpu", h100)
     assert broken["name"] is None
     assert broken["message"].startswith("hardware profiles unavailable: ")
 

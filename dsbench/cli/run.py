@@ -12,7 +12,7 @@ from tabulate import tabulate
 
 from dsbench import compare, results
 from dsbench.errors import UsageError
-from dsbench.suites import SUITES, Context, check_suite
+from dsbench.suites import SUITES, check_suite
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -53,34 +53,6 @@ def _device(choice: str) -> str:
     if choice == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     return choice
-
-
-def _context(suite: str, device: str, env: dict) -> Context:
-    backend = env["backend"] if device == "cuda" else "cpu"
-    return Context(
-        device="cuda:0" if device == "cuda" else "cpu",
-        backend=backend,
-        suite=suite,
-        cpu_flags=tuple(env.get("cpu", {}).get("flags") or ()),
-        device_count=env.get("device_count", 0) if device == "cuda" else 0,
-    )
-
-
-def _profile(env: dict, device: str):
-    from dsbench import hardware
-
-    dev = env["devices"][0] if env.get("devices") else {}
-    det = hardware.detect(
-        {
-            "backend": env["backend"] if device == "cuda" else "cpu",
-            "name": dev.get("name", ""),
-            "total_memory_bytes": dev.get("total_memory_bytes"),
-            "arch": dev.get("arch"),
-        }
-    )
-    if det.message:
-        print(f"dsbench: {det.message}", file=sys.stderr)
-    return hardware.calibrate(det.profile, "cuda:0" if device == "cuda" else "cpu")
 
 
 def summary_table(rows: list[dict]) -> str:
@@ -153,14 +125,14 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--out {out} already exists; dsbench never overwrites a result file")
     device = _device(args.device)
     env = collect_env(device)
-    ctx = _context(suite, device, env)
+    ctx = runner.context_for(env, suite)
     planned = runner.plan(suite, ctx, args.filter)
     if args.list:
         print("\n".join(p.id for p in planned))
         return 0
     if args.device == "auto" and device == "cpu":
         print("dsbench: no GPU visible to torch: running on the CPU", file=sys.stderr)
-    profile = _profile(env, device)
+    profile = runner.profile_for(env, ctx, warn=lambda m: print(f"dsbench: {m}", file=sys.stderr))
     started = datetime.now(UTC)
     update, bar = _progress(len(planned), not args.no_progress and sys.stderr.isatty())
     with bar:
