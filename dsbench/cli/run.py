@@ -68,7 +68,7 @@ def summary_table(rows: list[dict]) -> str:
                     f"{r['value']:.4g} ± {half:.2g}",
                     f"{r['metric']} {r['unit']}",
                     "n/a" if pct is None else f"{pct:.1f}%",
-                    f"{r['metrics']['time']['value']:.4g}",
+                    f"{r['timing']['summary']['median'] * 1e3:.4g}",
                     s["n"],
                     "ok",
                 ]
@@ -87,11 +87,24 @@ def summary_table(rows: list[dict]) -> str:
 
 
 def _progress(total: int, enabled: bool):
-    """A rich progress bar (to stderr); returns (callback, context manager)."""
+    """Progress on stderr: a rich bar on a terminal, a line per finished case otherwise (logs).
+
+    Returns (callback, context manager)."""
     from contextlib import nullcontext
 
     if not enabled:
         return (lambda case_id, row: None), nullcontext()
+    if not sys.stderr.isatty():
+        done = 0
+
+        def log(case_id: str, row: dict | None) -> None:
+            nonlocal done
+            if row is not None:
+                done += 1
+                value = f" {row['value']:.4g} {row['unit']}" if row["status"] == "ok" else ""
+                print(f"[{done}/{total}] {case_id}: {row['status']}{value}", file=sys.stderr)
+
+        return log, nullcontext()
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -134,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
         print("dsbench: no GPU visible to torch: running on the CPU", file=sys.stderr)
     profile = runner.profile_for(env, ctx, warn=lambda m: print(f"dsbench: {m}", file=sys.stderr))
     started = datetime.now(UTC)
-    update, bar = _progress(len(planned), not args.no_progress and sys.stderr.isatty())
+    update, bar = _progress(len(planned), not args.no_progress)
     with bar:
         rows = runner.run_suite(suite, ctx, profile, pattern=args.filter, progress=update)
     doc = runner.new_run_doc(
