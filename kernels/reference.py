@@ -39,7 +39,8 @@ def adamw(
     p -= lr*wd*p;  m = b1*m + (1-b1)*g;  v = b2*v + (1-b2)*g^2;
     p -= lr * (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps).
     Memory traffic for fp32 p, g, m, v: reads 16 B, writes 12 B per parameter (28 B/param).
-    ``steps`` are float32 scalar tensors, incremented here, as torch.optim keeps them.
+    ``steps`` are float32 scalar tensors on the params' device (as fused torch.optim keeps them),
+    incremented here.
     """
     from torch.optim.adamw import adamw as _adamw
 

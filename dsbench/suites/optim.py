@@ -43,7 +43,7 @@ def _setup(params: dict, ctx: Context) -> Case:
     for _ in range(rotation_count(16 * n, device)):
         p, grad = (torch.randn(n, device=device, generator=g) for _ in range(2))
         m, v = torch.zeros(n, device=device), torch.zeros(n, device=device)
-        sets.append(([p], [grad], [m], [v], [torch.zeros((), dtype=torch.float32)]))
+        sets.append(([p], [grad], [m], [v], [torch.zeros((), dtype=torch.float32, device=device)]))
 
     def fn(p, grad, m, v, steps):
         step(
