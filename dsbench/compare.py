@@ -22,66 +22,16 @@ from dsbench.errors import UsageError, choices_message
 from dsbench.results import Run
 from dsbench.stats import Summary, significantly_different
 
-SELECTOR_KEYS = (
-    "label",
-    "run",
-    "suite",
-    "machine",
-    "python",
-    "torch",
-    "triton",
-    "numpy",
-    "deepspeed",
-    "dsbench",
-    "commit",
-    "backend",
-    "profile",
-    "device",
-    "device_count",
-    "cpu",
-    "threads",
-    "cuda",
-    "hip",
-    "nccl",
-    "driver",
-    "os",
-)
-VERSION_KEYS = {
-    "python",
-    "torch",
-    "triton",
-    "numpy",
-    "deepspeed",
-    "dsbench",
-    "cuda",
-    "hip",
-    "nccl",
-    "driver",
-    "os",
-}
+ENV_KEYS = ("python", "torch", "triton", "numpy", "deepspeed", "dsbench", "commit", "backend",
+            "profile", "device", "device_count", "cpu", "threads", "cuda", "hip", "nccl",
+            "driver", "os")  # fmt: skip
+"""Fields of ``envinfo.summary_fields`` that selectors and the confounder check look at."""
+SELECTOR_KEYS = ("label", "run", "suite", "machine", *ENV_KEYS)
+VERSION_KEYS = {"python", "torch", "triton", "numpy", "deepspeed", "dsbench", "cuda", "hip",
+                "nccl", "driver", "os"}  # fmt: skip
 SUBSTRING_KEYS = {"device", "cpu"}
 PREFIX_KEYS = {"commit", "run"}
-CONFOUNDER_KEYS = (
-    "python",
-    "torch",
-    "triton",
-    "numpy",
-    "deepspeed",
-    "backend",
-    "profile",
-    "device",
-    "device_count",
-    "cpu",
-    "threads",
-    "cuda",
-    "hip",
-    "nccl",
-    "driver",
-    "machine",
-    "commit",
-    "dsbench",
-    "os",
-)
+CONFOUNDER_KEYS = (*ENV_KEYS, "machine")
 FORMATS = {"github": "github", "plain": "simple", "markdown": "pipe", "html": "html", "csv": None}
 HEADERS = ["benchmark", "unit", "baseline", "contender", "ratio", "change"]
 
