@@ -169,17 +169,12 @@ def compare_rows(
         (bv, bs), (cv, cs) = _side(b), _side(c)
         unit, direction = ref.get("unit", ""), ref.get("direction")
         if bs or cs:
-            why = (
-                "only in contender"
-                if bs == "missing"
-                else "only in baseline"
-                if cs == "missing"
-                else f"baseline {bs}"
-                if bs
-                else f"contender {cs}"
-            )
-            if bs and cs and bs != "missing" and cs != "missing":
-                why = f"{bs} / {cs}"
+            if "missing" in (bs, cs):
+                why = "only in contender" if bs == "missing" else "only in baseline"
+            elif bs and cs:
+                why = f"{bs} / {cs}"  # e.g. "skipped / failed"
+            else:
+                why = f"baseline {bs}" if bs else f"contender {cs}"
             out.append(Row(bid, unit, direction, bv, cv, None, why))
             continue
         if b["direction"] != c["direction"] or b["unit"] != c["unit"]:

@@ -127,7 +127,7 @@ def ok_row(bench: Benchmark, params: dict, case: Case, m: Measurement, profile: 
         "work": dataclasses.asdict(case.work),
         "memory": m.memory,
         "notes": case.notes,
-        "timing": m.to_dict() | {"memory": None},
+        "timing": {k: v for k, v in m.to_dict().items() if k != "memory"},
     }
 
 
