@@ -4,6 +4,12 @@ Implementations are frozen dataclasses; the callable is imported lazily from ``t
 ("module:attr") so that asking what exists never imports Triton or builds an extension.
 ``DSBENCH_<OP>_IMPL`` (e.g. ``DSBENCH_ADAMW_IMPL=torch``) overrides the default per op; an unknown
 name is a one-line error listing the valid ones.
+
+Every implementation of an op has the same signature, the one its torch reference in
+``kernels/reference.py`` documents; callers (ZeRO engine, models, benchmarks) never know which one
+they got. Implementation families register themselves from their own modules, listed in
+:data:`PLUGINS` (imported on first use of the registry; a family whose module is absent is simply
+not registered).
 """
 
 from __future__ import annotations
@@ -18,9 +24,14 @@ from dsbench.errors import UsageError, choices_message
 OPS: dict[str, str] = {
     "adamw": "AdamW/Adam step on fp32 master params and moments",
     "gemm": "matrix multiply C = A @ B (fp32 accumulation)",
+    "reduce_add": "local reduction acc += x, computed in fp32",
     "allreduce": "sum all-reduce over the process group",
     "reduce_scatter": "sum reduce-scatter over the process group",
+    "allgather": "all-gather into one tensor over the process group",
 }
+
+PLUGINS = ("dsbench.kernels.triton", "dsbench.kernels.cuda", "dsbench.kernels.ring")
+"""Modules that register more implementations when imported (must import cheaply)."""
 
 
 def _always(device: str) -> tuple[bool, str]:
@@ -68,9 +79,25 @@ _REGISTRY: dict[str, dict[str, Impl]] = {op: {} for op in OPS}
 DEFAULTS: dict[str, str] = {
     "adamw": "torch",
     "gemm": "torch",
+    "reduce_add": "torch",
     "allreduce": "native",
     "reduce_scatter": "native",
+    "allgather": "native",
 }
+_plugins_loaded = False
+
+
+def _load_plugins() -> None:
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    for module in PLUGINS:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:  # the family exists but is broken: say so loudly
+                raise
 
 
 def register(impl: Impl) -> Impl:
@@ -85,6 +112,7 @@ def names(op: str) -> list[str]:
 
 
 def _impls(op: str) -> dict[str, Impl]:
+    _load_plugins()
     if op not in _REGISTRY:
         raise UsageError(choices_message("kernel op", op, OPS))
     return _REGISTRY[op]
@@ -150,6 +178,23 @@ register(
         name="native",
         target="dsbench.kernels.reference:reduce_scatter",
         description="torch.distributed.reduce_scatter_tensor (NCCL / RCCL / gloo)",
+        check=_distributed,
+    )
+)
+register(
+    Impl(
+        op="reduce_add",
+        name="torch",
+        target="dsbench.kernels.reference:reduce_add",
+        description="acc += x with torch (fp32 arithmetic)",
+    )
+)
+register(
+    Impl(
+        op="allgather",
+        name="native",
+        target="dsbench.kernels.reference:allgather",
+        description="torch.distributed.all_gather_into_tensor (NCCL / RCCL / gloo)",
         check=_distributed,
     )
 )

@@ -60,3 +60,51 @@ def test_reference_adamw_matches_torch_optim(fused):
     torch.testing.assert_close(p, ref.detach(), atol=1e-6, rtol=1e-5)
     torch.testing.assert_close(m, opt.state[ref]["exp_avg"], atol=1e-6, rtol=1e-5)
     assert step.item() == 3
+
+
+def test_registry_linear_matches_nn_linear_forward_and_grads():
+    from dsbench.kernels.autograd import Linear
+
+    torch.manual_seed(0)
+    ref = torch.nn.Linear(33, 17)
+    lin = Linear(33, 17, impl="torch")
+    lin.load_state_dict(ref.state_dict())
+    x = torch.randn(4, 5, 33, requires_grad=True)
+    x2 = x.detach().clone().requires_grad_(True)
+    ref(x).square().sum().backward()
+    lin(x2).square().sum().backward()
+    torch.testing.assert_close(x2.grad, x.grad)
+    torch.testing.assert_close(lin.weight.grad, ref.weight.grad)
+    torch.testing.assert_close(lin.bias.grad, ref.bias.grad)
+
+
+def test_reference_adamw_unscale_skip_and_l2_mode():
+    p, g = torch.ones(8), torch.full((8,), 2.0)
+    m, v, step, found = torch.zeros(8), torch.zeros(8), torch.zeros(()), torch.zeros(())
+    kw = dict(lr=0.1, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0)
+    bad = g.clone()
+    bad[3] = float("inf")
+    reference.adamw(
+        [p], [bad], [m], [v], [step], grad_scale=torch.tensor(4.0), found_inf=found, **kw
+    )
+    assert found.item() == 1 and step.item() == 0 and torch.equal(p, torch.ones(8))
+    reference.adamw([p], [g], [m], [v], [step], grad_scale=torch.tensor(4.0), found_inf=found, **kw)
+    assert found.item() == 0 and step.item() == 1
+    torch.testing.assert_close(m, torch.full((8,), 0.05))  # (1 - 0.9) * 2 / 4
+    # Adam (L2) adds wd * p to the gradient instead of decaying p directly
+    p1, p2 = torch.ones(4), torch.ones(4)
+    for p_, mode in ((p1, False), (p2, True)):
+        reference.adamw(
+            [p_],
+            [torch.ones(4)],
+            [torch.zeros(4)],
+            [torch.zeros(4)],
+            [torch.zeros(())],
+            lr=0.1,
+            beta1=0.9,
+            beta2=0.999,
+            eps=1e-8,
+            weight_decay=0.5,
+            adamw_mode=mode,
+        )
+    assert not torch.equal(p1, p2)
