@@ -14,6 +14,7 @@ import datetime
 import importlib
 import multiprocessing as mp
 import os
+import pickle
 import queue
 import socket
 import time
@@ -50,7 +51,9 @@ def _rank_main(
     import torch.distributed as dist
 
     def send(msg) -> None:
-        messages.put(("msg", rank, msg))
+        # Pickled here, by value: torch would otherwise pass tensors as shared-memory handles
+        # that die with this process before the parent reads them.
+        messages.put(("msg", rank, pickle.dumps(msg)))
 
     try:
         if device_type == "cuda":
@@ -129,7 +132,7 @@ def spawn_ranks(
                     break
                 continue
             if kind == "msg" and on_message is not None:
-                on_message(rank, body)
+                on_message(rank, pickle.loads(body))
             elif kind == "done":
                 done.add(rank)
             elif kind == "error":

@@ -1,0 +1,535 @@
+"""dsbench's ZeRO engine, stage by stage (Rajbhandari et al., "ZeRO: Memory Optimizations Toward
+Training Trillion Parameter Models", SC 2020; layout in the style of PyTorch FSDP's flat buffers).
+
+Parameters are laid out in *buckets*: runs of parameters flattened into one buffer, padded to a
+multiple of the world size n, so that rank r *owns* the r-th 1/n of every bucket. What each stage
+partitions:
+
+- stage 0 — data parallel: every rank holds everything; gradients are all-reduced bucket by
+  bucket (``reduce_bucket_size``) and every rank applies the same optimizer step.
+- stage 1 — optimizer state partitioned: gradients accumulate locally over the micro-steps; at the
+  accumulation boundary each bucket is reduce-scattered (or all-reduced, ``reduce_scatter: false``)
+  and a rank keeps only its shard; it steps fp32 master weights and Adam moments for that shard
+  only, then the updated shards are all-gathered back into the full parameters.
+- stage 2 — gradients partitioned too: every micro-step's bucket gradients are reduce-scattered at
+  once and accumulated into the rank's fp32 gradient shard; full gradients are freed as soon as
+  their bucket is reduced.
+- stage 3 — parameters partitioned too: each module with parameters is a bucket ("unit") whose
+  full weights exist only while it runs: gathered in a forward pre-hook (the next units are
+  prefetched, ``stage3_prefetch_bucket_size``), released after its forward, gathered again before
+  its backward, and released once its gradients are reduce-scattered. Parameters at or below
+  ``stage3_param_persistence_threshold`` elements (and parameters shared between modules) stay
+  whole on every rank, in stage-2 style buckets.
+
+Common to all stages: ``overlap_comm`` launches a bucket's collective from the gradient hook that
+completes it, while backward continues (see :mod:`dsbench.zero.comm`); ``contiguous_gradients``
+keeps gradients in one flat buffer instead of per-parameter tensors; fp16 (dynamic loss scaling:
+overflowing steps are skipped) and bf16 train with fp32 master weights in the optimizer shard;
+gradient accumulation divides the loss by the number of micro-steps; gradient clipping uses the
+global norm across all shards. The optimizer step and the collectives come from the kernel
+registry (``adamw``, ``allreduce``, ``reduce_scatter``, ``allgather``): the engine does not know
+which implementation it got.
+
+The API mirrors DeepSpeed's engine, so a training loop runs unchanged on either::
+
+    loss = loss_fn(engine.module, batch)   # or engine(batch)
+    engine.backward(loss)
+    engine.step()                          # steps only at the accumulation boundary
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from dsbench.kernels import registry
+from dsbench.zero.comm import Comm, Handle
+
+
+@dataclass(frozen=True, kw_only=True)
+class ZeroSettings:
+    """What the engine needs from a ds_config (see :func:`dsbench.zero.config.load_config`)."""
+
+    stage: int = 0
+    grad_accum: int = 1
+    """Micro-steps per optimizer step; the loss is divided by it in ``backward``."""
+    lr: float = 1e-3
+    lr_at: Callable[[int], float] | None = None
+    """Learning rate for optimizer step t (0-based), e.g. WarmupLR; None: constant ``lr``."""
+    betas: tuple[float, float] = (0.9, 0.999)
+    eps: float = 1e-8
+    weight_decay: float = 0.0
+    adamw_mode: bool = True
+    """True: AdamW (decoupled decay); False: Adam with L2 decay added to the gradient."""
+    gradient_clipping: float = 0.0
+    """Clip to this global L2 norm (0: off)."""
+    dtype: torch.dtype = torch.float32
+    """Compute dtype of the model: float32, bfloat16 or float16 (fp32 master weights always)."""
+    loss_scaler: object | None = None
+    """fp16: an object with ``scale``, ``update(overflow) -> applied``, ``state_dict``."""
+    overlap_comm: bool = False
+    contiguous_gradients: bool = True
+    reduce_scatter: bool = True
+    reduce_bucket_size: int = 500_000_000
+    """Elements per gradient bucket (stages 0–2)."""
+    prefetch_bucket_size: int = 50_000_000
+    """Stage 3: elements of upcoming units gathered ahead of use."""
+    param_persistence_threshold: int = 100_000
+    """Stage 3: parameters with at most this many elements are never partitioned."""
+    kernels: dict[str, str] = field(default_factory=dict)
+    """Registry implementation per op (``adamw``, ``allreduce``...); missing: the default."""
+
+    def __post_init__(self):
+        if self.stage not in (0, 1, 2, 3):
+            raise ValueError(f"stage must be 0, 1, 2 or 3, got {self.stage}")
+        if self.grad_accum < 1:
+            raise ValueError(f"grad_accum must be >= 1, got {self.grad_accum}")
+
+
+class _Bucket:
+    """Parameters flattened into one padded run; rank r owns ``[lo, lo + owned)``."""
+
+    def __init__(self, params: list[nn.Parameter], world: int, rank: int, sharded: bool):
+        self.params = params
+        self.shapes = [p.shape for p in params]
+        self.numels = [p.numel() for p in params]
+        self.offsets = [sum(self.numels[:i]) for i in range(len(params))]
+        self.numel = sum(self.numels)
+        self.padded = math.ceil(self.numel / world) * world if sharded else self.numel
+        self.owned = self.padded // world if sharded else self.numel
+        self.lo = rank * self.owned if sharded else 0
+        self.ready = 0  # parameters whose gradient arrived in this backward
+        # set by the engine:
+        self.master: torch.Tensor | None = None  # fp32 owned slice (optimizer input)
+        self.grad: torch.Tensor | None = None  # fp32 owned gradient (optimizer input)
+        self.exp_avg: torch.Tensor | None = None
+        self.exp_avg_sq: torch.Tensor | None = None
+
+    def flatten(self, tensors, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+        """A new padded buffer holding ``tensors`` (one per parameter; None: zeros)."""
+        out = torch.zeros(self.padded, dtype=dtype, device=device)
+        for t, off, n in zip(tensors, self.offsets, self.numels, strict=True):
+            if t is not None:
+                out[off : off + n].copy_(t.reshape(-1))
+        return out
+
+    def flat_grads(self, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+        return self.flatten([p.grad for p in self.params], dtype, device)
+
+    def bind(self, flat: torch.Tensor, attr: str = "data") -> None:
+        """Point each parameter's ``data`` (or ``grad``) at its slice of ``flat``."""
+        for p, off, n, shape in zip(
+            self.params, self.offsets, self.numels, self.shapes, strict=True
+        ):
+            setattr(p, attr, flat[off : off + n].view(shape))
+
+
+class ZeroEngine:
+    """Train ``model`` with ZeRO stage ``settings.stage`` over the process group ``group``."""
+
+    def __init__(
+        self,
+        model: nn.Module,
+        settings: ZeroSettings,
+        *,
+        group=None,
+        device: torch.device | str | None = None,
+    ):
+        self.module = model
+        self.settings = s = settings
+        self.group = group
+        self.world = dist.get_world_size(group)
+        self.rank = dist.get_rank(group)
+        self.device = (
+            torch.device(device) if device is not None else next(model.parameters()).device
+        )
+        self.dtype = s.dtype
+        self.comm = Comm(group, s.kernels, self.device)
+        self._adamw = registry.get("adamw", s.kernels.get("adamw")).load()
+        self.micro_steps = 0
+        self.global_steps = 0  # optimizer steps applied
+        self.skipped_steps = 0
+        self._pending: list[tuple[Handle, Callable[[], None]]] = []
+        self._hooks: list = []
+        self._sync_params_from_rank0()
+        model.to(dtype=s.dtype)
+        params = [p for p in model.parameters() if p.requires_grad]
+        self.units: list[_Bucket] = []  # stage 3: partitioned modules
+        if s.stage == 3:
+            self._build_stage3(params)
+        else:
+            self._build_buckets(params)
+        self._build_optimizer_state()
+        self._register_grad_hooks()
+
+    # ------------------------------------------------------------------ layout
+
+    def _sync_params_from_rank0(self) -> None:
+        """Every rank starts from rank 0's initial weights (as DeepSpeed broadcasts them)."""
+        for p in self.module.parameters():
+            src = dist.get_global_rank(self.group, 0) if self.group is not None else 0
+            self.comm.call(
+                lambda p=p, src=src: dist.broadcast(p.data, src, group=self.group)
+            ).wait()
+
+    def _split(self, params: list[nn.Parameter], limit: int) -> list[list[nn.Parameter]]:
+        """Consecutive runs of at most ``limit`` elements, in reverse registration order (the
+        order gradients roughly arrive in backward)."""
+        groups, current, size = [], [], 0
+        for p in reversed(params):
+            if current and size + p.numel() > limit:
+                groups.append(current)
+                current, size = [], 0
+            current.append(p)
+            size += p.numel()
+        if current:
+            groups.append(current)
+        return groups
+
+    def _build_buckets(self, params: list[nn.Parameter]) -> None:
+        """Stages 0–2: full parameters live in one flat buffer, bucket by bucket."""
+        s, sharded = self.settings, self.settings.stage >= 1
+        self.buckets = [
+            _Bucket(g, self.world, self.rank, sharded)
+            for g in self._split(params, max(1, s.reduce_bucket_size))
+        ]
+        total = sum(b.padded for b in self.buckets)
+        self.flat_params = torch.zeros(total, dtype=self.dtype, device=self.device)
+        self.flat_grads = None
+        if s.stage <= 1 and s.contiguous_gradients:
+            self.flat_grads = torch.zeros(total, dtype=self.dtype, device=self.device)
+        start = 0
+        for b in self.buckets:
+            b.start = start
+            view = self.flat_params[start : start + b.padded]
+            for p, off, n in zip(b.params, b.offsets, b.numels, strict=True):
+                view[off : off + n].copy_(p.data.reshape(-1))
+            b.bind(view)
+            if self.flat_grads is not None:
+                b.bind(self.flat_grads[start : start + b.padded], "grad")
+            start += b.padded
+
+    def _build_stage3(self, params: list[nn.Parameter]) -> None:
+        """Stage 3: a unit per module holding partitioned parameters; small or shared parameters
+        persist whole in stage-2 style buckets."""
+        s = self.settings
+        owners: dict[int, list[nn.Module]] = {}
+        for module in self.module.modules():
+            for p in module.parameters(recurse=False):
+                owners.setdefault(id(p), []).append(module)
+        persistent = [
+            p
+            for p in params
+            if p.numel() <= s.param_persistence_threshold or len(owners[id(p)]) > 1
+        ]
+        keep = {id(p) for p in persistent}
+        self._unit_of_module: dict[nn.Module, _Bucket] = {}
+        for module in self.module.modules():
+            own = [
+                p for p in module.parameters(recurse=False) if p.requires_grad and id(p) not in keep
+            ]
+            if own:
+                unit = _Bucket(own, self.world, self.rank, sharded=True)
+                unit.module = module
+                full = unit.flatten([p.data for p in own], self.dtype, self.device)
+                unit.shard = full[unit.lo : unit.lo + unit.owned].clone()
+                unit.gathered, unit.gather_handle = None, None
+                self._release(unit)
+                self.units.append(unit)
+                self._unit_of_module[module] = unit
+        self._build_buckets(persistent) if persistent else self._no_buckets()
+        self._order: list[_Bucket] = []  # units in first-forward order, for prefetching
+        self._recording = True
+        for unit in self.units:
+            m = unit.module
+            self._hooks += [
+                m.register_forward_pre_hook(lambda mod, args, u=unit: self._pre_forward(u)),
+                m.register_forward_hook(lambda mod, args, out, u=unit: self._post_forward(u, out)),
+            ]
+
+    def _no_buckets(self) -> None:
+        self.buckets, self.flat_params, self.flat_grads = [], None, None
+
+    # ------------------------------------------------------------------ stage 3 gather/release
+
+    def _start_gather(self, unit: _Bucket) -> None:
+        if unit.gathered is not None or unit.gather_handle is not None:
+            return
+        full = torch.empty(unit.padded, dtype=self.dtype, device=self.device)
+        unit.gather_buffer = full
+        unit.gather_handle = self.comm.allgather(full, unit.shard)
+
+    def _gather(self, unit: _Bucket) -> None:
+        self._start_gather(unit)
+        if unit.gather_handle is not None:
+            unit.gather_handle.wait()
+            unit.gather_handle = None
+            unit.gathered = unit.gather_buffer
+            unit.gather_buffer = None
+            unit.bind(unit.gathered)
+
+    def _release(self, unit: _Bucket) -> None:
+        if unit.gather_handle is not None:  # a prefetch that was not used: finish it first
+            unit.gather_handle.wait()
+            unit.gather_handle = None
+        unit.gathered = unit.gather_buffer = None
+        empty = torch.empty(0, dtype=self.dtype, device=self.device)
+        for p in unit.params:
+            p.data = empty
+
+    def _prefetch(self, unit: _Bucket, order: list[_Bucket]) -> None:
+        if self._recording or unit not in order:
+            return
+        budget = self.settings.prefetch_bucket_size
+        for nxt in order[order.index(unit) + 1 :]:
+            if budget <= 0:
+                break
+            self._start_gather(nxt)
+            budget -= nxt.numel
+
+    def _pre_forward(self, unit: _Bucket) -> None:
+        if self._recording and unit not in self._order:
+            self._order.append(unit)
+        self._gather(unit)
+        self._prefetch(unit, self._order)
+
+    def _post_forward(self, unit: _Bucket, output) -> None:
+        """Release the unit; gather it again when the gradient of its output arrives, i.e. just
+        before its backward runs."""
+        self._release(unit)
+        if torch.is_grad_enabled():
+            for t in torch.utils._pytree.tree_leaves(output):
+                if isinstance(t, torch.Tensor) and t.requires_grad:
+                    t.register_hook(lambda grad, u=unit: self._pre_backward(u))
+
+    def _pre_backward(self, unit: _Bucket) -> None:
+        self._gather(unit)
+        self._prefetch(unit, self._order[::-1])
+
+    # ------------------------------------------------------------------ optimizer state
+
+    def _build_optimizer_state(self) -> None:
+        """fp32 master weights, gradients and Adam moments for the owned slices only."""
+        everything = self.buckets + self.units
+        owned = sum(b.owned for b in everything)
+        fp32 = self.dtype == torch.float32
+        self._master_flat = None if fp32 else torch.empty(owned, device=self.device)
+        self._grad_flat = (
+            torch.zeros(owned, device=self.device) if self.settings.contiguous_gradients else None
+        )
+        self._m_flat = torch.zeros(owned, device=self.device)
+        self._v_flat = torch.zeros(owned, device=self.device)
+        start = 0
+        for b in everything:
+            sl = slice(start, start + b.owned)
+            current = (
+                b.shard
+                if b in self.units
+                else self.flat_params[b.start + b.lo : b.start + b.lo + b.owned]
+            )
+            if fp32:
+                b.master = current  # fp32 compute: the owned parameters are the master copy
+            else:
+                b.master = self._master_flat[sl]
+                b.master.copy_(current.float())
+            b.grad = (
+                self._grad_flat[sl]
+                if self._grad_flat is not None
+                else torch.zeros(b.owned, device=self.device)
+            )
+            b.exp_avg, b.exp_avg_sq = self._m_flat[sl], self._v_flat[sl]
+            start += b.owned
+        self._steps = [torch.zeros((), dtype=torch.float32, device=self.device) for _ in everything]
+
+    # ------------------------------------------------------------------ backward
+
+    def _register_grad_hooks(self) -> None:
+        for b in self.buckets + self.units:
+            for p in b.params:
+                self._hooks.append(
+                    p.register_post_accumulate_grad_hook(lambda p, b=b: self._grad_ready(b))
+                )
+
+    def _boundary(self) -> bool:
+        return (self.micro_steps + 1) % self.settings.grad_accum == 0
+
+    def _reduces_now(self, b: _Bucket) -> bool:
+        """Stage 0/1 reduce at the accumulation boundary; stage 2/3 every micro-step."""
+        return self.settings.stage >= 2 or b in self.units or self._boundary()
+
+    def _grad_ready(self, b: _Bucket) -> None:
+        b.ready += 1
+        if b.ready == len(b.params) and self._reduces_now(b):
+            self._reduce(b)
+
+    def _reduce(self, b: _Bucket) -> None:
+        """Reduce bucket ``b``'s gradients across ranks into its fp32 owned gradient."""
+        b.ready = -(10**9)  # reduced: ignore late hooks in this backward
+        s = self.settings
+        if self.flat_grads is not None:  # stage 0/1 contiguous: the gradients are this view
+            full = self.flat_grads[b.start : b.start + b.padded]
+        else:
+            full = b.flat_grads(self.dtype, self.device)
+            for p in b.params:
+                p.grad = None  # the gradients now live in the bucket (accumulation restarts)
+        if self.dtype == torch.float16:
+            full.div_(self.world)  # fp16: pre-divide so the sum cannot overflow
+        accumulate = s.stage >= 2 or b in self.units
+        if b.owned != b.padded and s.reduce_scatter:
+            out = torch.empty(b.owned, dtype=self.dtype, device=self.device)
+            handle = self.comm.reduce_scatter(out, full)
+        else:
+            out = full[b.lo : b.lo + b.owned]
+            handle = self.comm.allreduce(full)
+
+        def finish(out=out, b=b, accumulate=accumulate):
+            g = out.float() if out.dtype != torch.float32 else out
+            if self.dtype != torch.float16:
+                g = g / self.world
+            if accumulate:
+                b.grad.add_(g)
+            else:
+                b.grad.copy_(g)
+            if b in self.units:
+                self._release(b)
+
+        self._pending.append((handle, finish))
+        if not s.overlap_comm:
+            self._drain()
+
+    def _drain(self) -> None:
+        for handle, finish in self._pending:
+            handle.wait()
+            finish()
+        self._pending.clear()
+
+    def backward(self, loss: torch.Tensor) -> None:
+        """Backpropagate ``loss / grad_accum`` (times the fp16 loss scale) and reduce gradients."""
+        scale = 1.0 / self.settings.grad_accum
+        if self.settings.loss_scaler is not None:
+            scale *= self.settings.loss_scaler.scale
+        (loss * scale).backward()
+        for b in self.buckets + self.units:  # buckets whose hooks did not all fire (unused params)
+            if b.ready >= 0 and self._reduces_now(b):
+                self._reduce(b)
+            b.ready = 0
+        self._drain()
+        if self.units:
+            self._recording = False
+            for unit in self.units:
+                self._release(unit)
+
+    # ------------------------------------------------------------------ step
+
+    def is_gradient_accumulation_boundary(self) -> bool:
+        return self._boundary()
+
+    def get_lr(self) -> float:
+        s = self.settings
+        return s.lr_at(self.global_steps) if s.lr_at is not None else s.lr
+
+    def _all_owned(self) -> list[_Bucket]:
+        return self.buckets + self.units
+
+    def _global_sq_norm(self) -> torch.Tensor:
+        """Sum of squared gradients over all owned slices, summed over ranks (stage >= 1)."""
+        local = torch.zeros((), device=self.device)
+        for b in self._all_owned():
+            local += b.grad.double().square().sum().float()
+        if self.settings.stage >= 1:
+            self.comm.call(lambda: dist.all_reduce(local, group=self.group)).wait()
+        return local
+
+    def step(self) -> bool:
+        """At an accumulation boundary, apply one optimizer step; True if it was applied."""
+        boundary = self._boundary()
+        self.micro_steps += 1
+        if not boundary:
+            return False
+        s = self.settings
+        owned = self._all_owned()
+        inv_scale = 1.0 / s.loss_scaler.scale if s.loss_scaler is not None else 1.0
+        if inv_scale != 1.0:
+            for b in owned:
+                b.grad.mul_(inv_scale)
+        sq = self._global_sq_norm() if (s.gradient_clipping or s.loss_scaler) else None
+        overflow = sq is not None and not bool(torch.isfinite(sq))
+        applied = True
+        if s.loss_scaler is not None:
+            applied = s.loss_scaler.update(overflow)
+        if applied and not overflow:
+            if s.gradient_clipping:
+                norm = float(sq.sqrt())
+                coef = s.gradient_clipping / (norm + 1e-6)
+                if coef < 1.0:
+                    for b in owned:
+                        b.grad.mul_(coef)
+            self._adamw(
+                [b.master for b in owned],
+                [b.grad for b in owned],
+                [b.exp_avg for b in owned],
+                [b.exp_avg_sq for b in owned],
+                self._steps,
+                lr=self.get_lr(),
+                beta1=s.betas[0],
+                beta2=s.betas[1],
+                eps=s.eps,
+                weight_decay=s.weight_decay,
+                adamw_mode=s.adamw_mode,
+            )
+            self.global_steps += 1
+            self._publish_params()
+        else:
+            self.skipped_steps += 1
+        for b in owned:
+            b.grad.zero_()
+        if self.flat_grads is not None:
+            self.flat_grads.zero_()
+        return applied and not overflow
+
+    def _publish_params(self) -> None:
+        """Copy the stepped fp32 masters into the compute-dtype parameters, gathering shards."""
+        fp32 = self.dtype == torch.float32
+        for u in self.units:
+            if not fp32:
+                u.shard.copy_(u.master)
+        handles = []
+        for b in self.buckets:
+            full = self.flat_params[b.start : b.start + b.padded]
+            mine = full[b.lo : b.lo + b.owned]
+            if not fp32:
+                mine.copy_(b.master)
+            if b.owned != b.padded:  # sharded: every rank gathers the others' updated slices
+                handles.append(self.comm.allgather(full, mine.clone()))
+        for h in handles:
+            h.wait()
+
+    # ------------------------------------------------------------------ misc
+
+    def __call__(self, *args, **kwargs):
+        return self.module(*args, **kwargs)
+
+    def full_state_dict(self) -> dict[str, torch.Tensor]:
+        """The whole model in fp32, gathered from the owned slices (collective: all ranks call)."""
+        out = {}
+        names = {id(p): n for n, p in self.module.named_parameters()}
+        for b in self._all_owned():
+            full = torch.empty(b.padded, device=self.device)
+            if b.owned != b.padded:
+                self.comm.allgather(full, b.master.clone()).wait()
+            else:
+                full.copy_(b.master)
+            for p, off, n, shape in zip(b.params, b.offsets, b.numels, b.shapes, strict=True):
+                out[names[id(p)]] = full[off : off + n].view(shape).clone().cpu()
+        return out
+
+    def destroy(self) -> None:
+        for h in self._hooks:
+            h.remove()
+        self._hooks.clear()
+        self.comm.close()

@@ -1,0 +1,70 @@
+"""Run on spawned ranks by tests/test_zero_engine.py: train a small model with the ZeRO engine
+and with a single-process reference, and send what the test compares."""
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from dsbench.zero.engine import ZeroEngine, ZeroSettings
+
+IN, HID, OUT = 12, 37, 5  # odd sizes: buckets and shards do not divide evenly
+
+
+def make_model(seed: int = 0) -> nn.Module:
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(IN, HID), nn.GELU(), nn.LayerNorm(HID), nn.Linear(HID, OUT))
+
+
+def batch(step: int, micro: int, rank: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(1000 * step + 10 * micro + rank)
+    return torch.randn(n, IN, generator=g), torch.randn(n, OUT, generator=g)
+
+
+def loss_fn(model, x, y):
+    return nn.functional.mse_loss(model(x), y)
+
+
+def reference(settings: ZeroSettings, steps: int, world: int, micro_bs: int) -> dict:
+    """Single process, fp32, torch.optim.AdamW on the global batch."""
+    model = make_model()
+    opt = torch.optim.AdamW(
+        model.parameters(),
+        lr=settings.lr,
+        betas=settings.betas,
+        eps=settings.eps,
+        weight_decay=settings.weight_decay,
+        foreach=False,
+    )
+    losses = []
+    for step in range(steps):
+        opt.zero_grad()
+        for micro in range(settings.grad_accum):
+            xs, ys = zip(*(batch(step, micro, r, micro_bs) for r in range(world)), strict=True)
+            loss = loss_fn(model, torch.cat(xs), torch.cat(ys)) / settings.grad_accum
+            loss.backward()
+            losses.append(loss.item() * settings.grad_accum)
+        if settings.gradient_clipping:
+            nn.utils.clip_grad_norm_(model.parameters(), settings.gradient_clipping)
+        opt.step()
+    return {n: p.detach().clone() for n, p in model.named_parameters()}
+
+
+def train(payload, *, device, send):
+    """For each ZeroSettings in payload["cases"]: train, then rank 0 sends the final fp32 state
+    and the single-process reference's."""
+    steps, micro_bs = payload["steps"], payload["micro_bs"]
+    rank, world = dist.get_rank(), dist.get_world_size()
+    for index, settings in enumerate(payload["cases"]):
+        model = make_model(seed=rank)  # different init per rank: the engine broadcasts rank 0's
+        engine = ZeroEngine(model, settings)
+        for step in range(steps):
+            for micro in range(settings.grad_accum):
+                x, y = batch(step, micro, rank, micro_bs)
+                loss = loss_fn(engine.module, x.to(settings.dtype), y.to(settings.dtype))
+                engine.backward(loss)
+                engine.step()
+        state = engine.full_state_dict()
+        engine.destroy()
+        if rank == 0:
+            ref = reference(settings, steps, world, micro_bs)
+            send({"index": index, "state": state, "reference": ref})
