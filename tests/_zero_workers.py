@@ -68,3 +68,34 @@ def train(payload, *, device, send):
         if rank == 0:
             ref = reference(settings, steps, world, micro_bs)
             send({"index": index, "state": state, "reference": ref})
+
+
+def _steps(engine, settings, first: int, count: int, micro_bs: int) -> list[float]:
+    rank, losses = dist.get_rank(), []
+    for step in range(first, first + count):
+        for micro in range(settings.grad_accum):
+            x, y = batch(step, micro, rank, micro_bs)
+            loss = loss_fn(engine.module, x, y)
+            engine.backward(loss)
+            engine.step()
+            losses.append(loss.item())
+    return losses
+
+
+def checkpoint_run(payload, *, device, send):
+    """mode 'save': train `before` steps, save, train `after` more (the uninterrupted run);
+    mode 'resume': load the checkpoint in fresh processes and train `after` steps."""
+    settings, directory = payload["settings"], payload["dir"]
+    engine = ZeroEngine(make_model(seed=dist.get_rank()), settings)
+    if payload["mode"] == "save":
+        _steps(engine, settings, 0, payload["before"], 4)
+        engine.save_checkpoint(directory, client_state={"data_step": payload["before"]})
+        losses = _steps(engine, settings, payload["before"], payload["after"], 4)
+        state = engine.full_state_dict()
+    else:
+        client = engine.load_checkpoint(directory)
+        losses = _steps(engine, settings, client["data_step"], payload["after"], 4)
+        state = engine.full_state_dict()
+    engine.destroy()
+    if dist.get_rank() == 0:
+        send({"losses": losses, "state": state})

@@ -528,6 +528,18 @@ class ZeroEngine:
                 out[names[id(p)]] = full[off : off + n].view(shape).clone().cpu()
         return out
 
+    def save_checkpoint(self, directory, tag: str | None = None, client_state=None):
+        """Collective; see :mod:`dsbench.zero.checkpoint`."""
+        from dsbench.zero.checkpoint import save_checkpoint
+
+        return save_checkpoint(self, directory, tag, client_state)
+
+    def load_checkpoint(self, directory, tag: str | None = None) -> dict:
+        """Collective; returns the client state saved with the checkpoint."""
+        from dsbench.zero.checkpoint import load_checkpoint
+
+        return load_checkpoint(self, directory, tag)
+
     def destroy(self) -> None:
         for h in self._hooks:
             h.remove()
