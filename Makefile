@@ -6,6 +6,8 @@ VENV ?= .venv
 # Installed only when the venv has no torch: a CUDA/ROCm build you installed first is kept.
 TORCH_SPEC ?= torch==2.13.0
 TRITON_SPEC ?= triton==3.8.0
+# The DeepSpeed side-by-side runs and parity tests; ops are not prebuilt (torch_adam on CPU).
+DEEPSPEED_SPEC ?= deepspeed==0.18.4
 SUITE ?= quick
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.dsbench-installed
@@ -25,6 +27,8 @@ $(STAMP): pyproject.toml Makefile
 	@if [ "$$(uname -s)-$$(uname -m)" = "Linux-x86_64" ]; then \
 	  $(BIN)/python -c 'import triton' 2>/dev/null || $(BIN)/python -m pip install "$(TRITON_SPEC)"; \
 	fi
+	@$(BIN)/python -c 'import importlib.metadata as m; m.version("deepspeed")' 2>/dev/null || \
+	  DS_BUILD_OPS=0 $(BIN)/python -m pip install "$(DEEPSPEED_SPEC)"
 	$(BIN)/python -m pip install -e ".[dev]"
 	@touch $(STAMP)
 

@@ -22,13 +22,41 @@ from dsbench.errors import UsageError, choices_message
 from dsbench.results import Run
 from dsbench.stats import Summary, significantly_different
 
-ENV_KEYS = ("python", "torch", "triton", "numpy", "deepspeed", "dsbench", "commit", "backend",
-            "profile", "device", "device_count", "cpu", "threads", "cuda", "hip", "nccl",
-            "driver", "os")  # fmt: skip
+ENV_KEYS = (
+    "python",
+    "torch",
+    "triton",
+    "numpy",
+    "deepspeed",
+    "dsbench",
+    "commit",
+    "backend",
+    "profile",
+    "device",
+    "device_count",
+    "cpu",
+    "threads",
+    "cuda",
+    "hip",
+    "nccl",
+    "driver",
+    "os",
+)
 """Fields of ``envinfo.summary_fields`` that selectors and the confounder check look at."""
 SELECTOR_KEYS = ("label", "run", "suite", "machine", *ENV_KEYS)
-VERSION_KEYS = {"python", "torch", "triton", "numpy", "deepspeed", "dsbench", "cuda", "hip",
-                "nccl", "driver", "os"}  # fmt: skip
+VERSION_KEYS = {
+    "python",
+    "torch",
+    "triton",
+    "numpy",
+    "deepspeed",
+    "dsbench",
+    "cuda",
+    "hip",
+    "nccl",
+    "driver",
+    "os",
+}
 SUBSTRING_KEYS = {"device", "cpu"}
 PREFIX_KEYS = {"commit", "run"}
 CONFOUNDER_KEYS = (*ENV_KEYS, "machine")

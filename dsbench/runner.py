@@ -30,6 +30,7 @@ TIMING = {
     "smoke": TimingConfig(warmup_s=0.0, min_warmup=1, min_reps=8, max_reps=20, budget_s=0.05),
     "quick": TimingConfig(warmup_s=0.1, min_reps=15, max_reps=300, budget_s=2.0),
     "full": TimingConfig(warmup_s=0.2, min_reps=20, max_reps=1000, budget_s=3.0),
+    "training": TimingConfig(warmup_s=0.3, min_warmup=3, min_reps=10, max_reps=200, budget_s=3.0),
 }
 
 
@@ -172,7 +173,11 @@ def run_case(
 ) -> dict:
     try:
         case = bench.setup(params, ctx)
-        m = measure(case.fn, device=ctx.torch_device, args=case.args, config=config)
+        try:
+            m = measure(case.fn, device=ctx.torch_device, args=case.args, config=config)
+        finally:
+            if case.teardown is not None:
+                case.teardown()
         return ok_row(bench, params, case, m, profile)
     except Skip as exc:
         return status_row(bench, params, "skipped", str(exc))
@@ -215,13 +220,17 @@ def rank_worker(payload: dict, *, device: str, send: Callable) -> None:
                 bench, params, status, msg if status == "skipped" else f"rank {rank}: {msg}"
             )
         else:
-            m = measure(
-                case.fn,
-                device=ctx.torch_device,
-                args=case.args,
-                config=payload["config"],
-                distributed=True,
-            )
+            try:
+                m = measure(
+                    case.fn,
+                    device=ctx.torch_device,
+                    args=case.args,
+                    config=payload["config"],
+                    distributed=True,
+                )
+            finally:
+                if case.teardown is not None:
+                    case.teardown()
             row = ok_row(bench, params, case, m, payload["profile"])
         if ctx.rank == 0:
             send((index, row))
@@ -249,9 +258,8 @@ def run_distributed(
                         bench,
                         params,
                         "skipped",
-                        f"{nranks} rank(s) requested, {ctx.device_count or 1} "
-                        f"{'GPU' if ctx.gpu else 'process'}(s) usable; collectives "
-                        "need at least 2 ranks, one per GPU",
+                        f"{nranks} ranks requested but {ctx.device_count} GPU(s) visible "
+                        "(one rank per GPU)",
                     )
                 )
             continue

@@ -67,10 +67,27 @@ def adamw(
         weight_decay = 0.0
     from torch.optim.adamw import adamw as _adamw
 
-    _adamw(params, grads, exp_avgs, exp_avg_sqs, [], steps, foreach=None, fused=fused, lr=lr,
-           beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay, amsgrad=False,
-           maximize=False, capturable=False, differentiable=False, grad_scale=None,
-           found_inf=None)  # fmt: skip
+    _adamw(
+        params,
+        grads,
+        exp_avgs,
+        exp_avg_sqs,
+        [],
+        steps,
+        foreach=None,
+        fused=fused,
+        lr=lr,
+        beta1=beta1,
+        beta2=beta2,
+        eps=eps,
+        weight_decay=weight_decay,
+        amsgrad=False,
+        maximize=False,
+        capturable=False,
+        differentiable=False,
+        grad_scale=None,
+        found_inf=None,
+    )
 
 
 def gemm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,72 @@
+"""Training engines behind one API: dsbench's ZeRO engine and DeepSpeed's, built from the same
+ds_config, model and data, so a workload runs unchanged on either::
+
+    engine = build_engine("dsbench" | "deepspeed", model, cfg, device=...)
+    loss = preset.loss(engine.module, batch); engine.backward(loss); engine.step()
+    engine.destroy()
+"""
+
+from __future__ import annotations
+
+import torch
+
+from dsbench.errors import UsageError, choices_message
+from dsbench.zero.config import DSConfig
+from dsbench.zero.engine import ZeroEngine, ZeroSettings
+
+ENGINES = ("dsbench", "deepspeed")
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def zero_settings(
+    cfg: DSConfig, *, kernels: dict[str, str] | None = None, fused_optimizer: bool | None = None
+) -> ZeroSettings:
+    """The engine settings a ds_config asks for."""
+    opt, z = cfg.optimizer, cfg.zero_optimization
+    if opt is None:
+        raise UsageError("ds_config has no Adam/AdamW 'optimizer': dsbench's engine needs one")
+    sched = cfg.scheduler
+    return ZeroSettings(
+        stage=z.stage,
+        grad_accum=cfg.batch.gradient_accumulation_steps,
+        lr=opt.lr,
+        lr_at=sched.lr_for_step if sched is not None else None,
+        betas=tuple(opt.betas),
+        eps=opt.eps,
+        weight_decay=opt.weight_decay,
+        adamw_mode=opt.decoupled_weight_decay,
+        gradient_clipping=cfg.gradient_clipping,
+        dtype=DTYPES[cfg.precision],
+        loss_scaler=cfg.fp16.loss_scaler() if cfg.fp16.enabled else None,
+        overlap_comm=bool(z.overlap_comm),
+        contiguous_gradients=z.contiguous_gradients,
+        reduce_scatter=z.reduce_scatter,
+        reduce_bucket_size=z.reduce_bucket_size,
+        prefetch_bucket_size=z.stage3_prefetch_bucket_size,
+        param_persistence_threshold=z.stage3_param_persistence_threshold,
+        kernels=dict(kernels or {}),
+        fused_optimizer=fused_optimizer,
+    )
+
+
+def build_engine(
+    kind: str,
+    model: torch.nn.Module,
+    cfg: DSConfig,
+    *,
+    device: str,
+    kernels: dict[str, str] | None = None,
+    fused_optimizer: bool | None = None,
+):
+    """An engine with ``module``, ``backward(loss)``, ``step()`` and ``destroy()``."""
+    if kind == "dsbench":
+        return ZeroEngine(
+            model.to(device),
+            zero_settings(cfg, kernels=kernels, fused_optimizer=fused_optimizer),
+            device=device,
+        )
+    if kind == "deepspeed":
+        from dsbench.engines.deepspeed import build_deepspeed_engine
+
+        return build_deepspeed_engine(model, cfg, device=device, fused_optimizer=fused_optimizer)
+    raise UsageError(choices_message("engine", kind, ENGINES))

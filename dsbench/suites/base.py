@@ -30,7 +30,9 @@ class Work:
     wire_bytes: float = 0.0
     """Collectives: the data size S of nccl-tests' algbw = S / t."""
     items: float = 0.0
-    """Problem-specific count (parameters for an optimizer step, tokens, samples)."""
+    """Problem-specific count (parameters for an optimizer step, samples for a training step)."""
+    tokens: float = 0.0
+    """Tokens processed (training and inference workloads)."""
     busbw_factor: float = 0.0
     """Collectives: busbw = algbw x factor (AllReduce 2(n-1)/n, ReduceScatter (n-1)/n)."""
 
@@ -103,6 +105,8 @@ class Case:
     """Argument sets rotated between repetitions (see ``timing.rotation_count``)."""
     notes: dict = field(default_factory=dict)
     """Facts about how the case ran (e.g. which torch variant), stored in the result file."""
+    teardown: Callable[[], None] | None = None
+    """Called after timing (e.g. an engine's destroy(), before the process group goes)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -39,11 +39,18 @@ def _shard_name(rank: int, world: int) -> str:
 
 def _layout(engine) -> list[dict]:
     names = {id(p): n for n, p in engine.module.named_parameters()}
-    return [{"kind": "unit" if b in engine.units else "bucket",
-             "names": [names[id(p)] for p in b.params],
-             "shapes": [list(s) for s in b.shapes], "numel": b.numel, "padded": b.padded,
-             "owned": b.owned, "sharded": b.owned != b.padded}
-            for b in engine._all_owned()]  # fmt: skip
+    return [
+        {
+            "kind": "unit" if b in engine.units else "bucket",
+            "names": [names[id(p)] for p in b.params],
+            "shapes": [list(s) for s in b.shapes],
+            "numel": b.numel,
+            "padded": b.padded,
+            "owned": b.owned,
+            "sharded": b.owned != b.padded,
+        }
+        for b in engine._all_owned()
+    ]
 
 
 def save_checkpoint(
@@ -67,13 +74,18 @@ def save_checkpoint(
     if engine.rank == 0:
         scaler = engine.settings.loss_scaler
         meta = {
-            "format": FORMAT, "version": VERSION, "world_size": engine.world,
-            "stage": engine.settings.stage, "dtype": str(engine.dtype).removeprefix("torch."),
-            "global_steps": engine.global_steps, "micro_steps": engine.micro_steps,
+            "format": FORMAT,
+            "version": VERSION,
+            "world_size": engine.world,
+            "stage": engine.settings.stage,
+            "dtype": str(engine.dtype).removeprefix("torch."),
+            "global_steps": engine.global_steps,
+            "micro_steps": engine.micro_steps,
             "skipped_steps": engine.skipped_steps,
             "loss_scaler": scaler.state_dict() if scaler is not None else None,
-            "client_state": client_state or {}, "layout": _layout(engine),
-        }  # fmt: skip
+            "client_state": client_state or {},
+            "layout": _layout(engine),
+        }
         (path / "meta.json").write_text(json.dumps(meta, indent=1))
         (Path(directory) / "latest").write_text(tag)
     engine.comm.call(lambda: dist.barrier(group=engine.group)).wait()

@@ -83,6 +83,8 @@ class ZeroSettings:
     """Stage 3: parameters with at most this many elements are never partitioned."""
     kernels: dict[str, str] = field(default_factory=dict)
     """Registry implementation per op (``adamw``, ``allreduce``...); missing: the default."""
+    fused_optimizer: bool | None = None
+    """Passed to the ``adamw`` kernel as ``fused`` (torch's fused kernel; others ignore it)."""
 
     def __post_init__(self):
         if self.stage not in (0, 1, 2, 3):
@@ -481,6 +483,7 @@ class ZeroEngine:
                 eps=s.eps,
                 weight_decay=s.weight_decay,
                 adamw_mode=s.adamw_mode,
+                fused=s.fused_optimizer,
             )
             self.global_steps += 1
             self._publish_params()
