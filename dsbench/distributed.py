@@ -139,15 +139,31 @@ def spawn_ranks(
                 errors[rank] = body
                 break
     finally:
+        if errors:  # give the other ranks a moment to report their own failure
+            deadline_errors = time.monotonic() + 2.0
+            while time.monotonic() < deadline_errors and any(p.is_alive() for p in procs):
+                try:
+                    kind, rank, body = messages.get(timeout=0.2)
+                except queue.Empty:
+                    continue
+                if kind == "error":
+                    errors.setdefault(rank, body)
+        alive = [r for r, p in enumerate(procs) if p.is_alive() and r not in done]
         for p in procs:
-            p.join(timeout=5 if not errors else 1)
+            p.join(timeout=5 if not errors else 0.1)
         for p in procs:
             if p.is_alive():
                 p.terminate()
                 p.join(timeout=5)
         messages.close()
     if errors:
-        first = min(errors)
+        first = next(iter(errors))  # the first failure observed is the root cause
+        hung = [r for r in alive if r not in errors]
+        if hung and any(w in errors[first].lower() for w in ("timeout", "timed out")):
+            raise RankFailure(
+                f"rank(s) {', '.join(map(str, hung))} of {world} stopped "
+                f"responding: rank {first} gave up waiting: {errors[first]}"
+            )
         raise RankFailure(f"rank {first} of {world} failed: {errors[first]}")
     missing = sorted(set(range(world)) - done)
     if missing:

@@ -26,3 +26,9 @@ def hang_on_rank_one(payload, *, device, send):
     if dist.get_rank() == 1:
         time.sleep(60)
     send("rank 0 done")
+
+
+def barrier_while_rank_one_sleeps(payload, *, device, send):
+    if dist.get_rank() == 1:
+        time.sleep(60)
+    dist.barrier()

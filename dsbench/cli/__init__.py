@@ -17,6 +17,7 @@ VERBS: dict[str, str] = {
     "compare": "compare two runs, direction- and significance-aware",
     "env": "report the environment (versions, devices, compilers, profile, kernels)",
     "profiles": "list hardware profiles or show one",
+    "train": "train a model with a ds_config on dsbench's ZeRO engine or DeepSpeed",
 }
 
 

@@ -1,0 +1,136 @@
+"""``dsbench train``: train a model preset with a DeepSpeed-format ds_config, on dsbench's ZeRO
+engine or DeepSpeed's, over local ranks it spawns (``--nproc N``) or ranks started by torchrun::
+
+    dsbench train --nproc 2 --config ds_config.json --model mlp --steps 20
+    torchrun --nnodes 2 --nproc-per-node 1 ... -m dsbench train --config ds_config.json --model mlp
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from dsbench.errors import UsageError
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", required=True, metavar="FILE", help="DeepSpeed ds_config JSON")
+    p.add_argument("--model", required=True, help="model preset (see dsbench.models)")
+    p.add_argument("--engine", default="dsbench", choices=["dsbench", "deepspeed"])
+    p.add_argument(
+        "--nproc",
+        type=int,
+        default=None,
+        help="spawn this many local ranks (default: 1, or the ranks torchrun started)",
+    )
+    p.add_argument("--steps", type=int, default=10, help="optimizer steps (default 10)")
+    p.add_argument(
+        "--micro-batch", type=int, help="train_micro_batch_size_per_gpu, if the config has none"
+    )
+    p.add_argument("--grad-accum", type=int, help="gradient_accumulation_steps")
+    p.add_argument("--train-batch", type=int, help="train_batch_size")
+    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    p.add_argument(
+        "--kernels",
+        default="",
+        metavar="OP=IMPL,...",
+        help="registry implementation per op, e.g. adamw=triton,allreduce=ring",
+    )
+    p.add_argument("--checkpoint", metavar="DIR", help="save a checkpoint here at the end")
+    p.add_argument("--save-every", type=int, default=0, metavar="K", help="also save every K steps")
+    p.add_argument("--resume", action="store_true", help="resume from the latest checkpoint")
+    p.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS",
+                   help="a rank waiting this long on a dead or stuck peer stops with an error "
+                        "naming it (default 300)")  # fmt: skip
+    p.add_argument("--seed", type=int, default=0)
+
+
+def _kernels(text: str) -> dict[str, str]:
+    from dsbench.kernels import registry
+
+    out = {}
+    for item in filter(None, (t.strip() for t in text.split(","))):
+        op, sep, impl = item.partition("=")
+        if not sep:
+            raise UsageError(f"--kernels '{item}': expected OP=IMPL, e.g. adamw=triton")
+        registry.get(op, impl)  # unknown op or implementation: one line listing the valid ones
+        out[op] = impl
+    return out
+
+
+def _report(msg) -> None:
+    kind, body = msg
+    if kind == "warning":
+        print(f"dsbench: warning: {body}", file=sys.stderr)
+    elif kind == "start":
+        print(
+            f"training {body['params']:,} parameters on {body['world_size']} rank(s) with "
+            f"{body['engine']} (ZeRO stage {body['stage']}, {body['precision']}, batch "
+            f"{body['train_batch_size']}), from step {body['first_step']}",
+            flush=True,
+        )
+    elif kind == "step":
+        print(
+            f"step {body['step']:>5}  loss {body['loss']:.6g}  {body['seconds'] * 1e3:8.1f} ms"
+            f"  {body['samples_per_s']:9.1f} samples/s",
+            flush=True,
+        )
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    from dsbench.distributed import RankFailure, spawn_ranks
+    from dsbench.models import get_model
+    from dsbench.training import TrainJob, run_under_torchrun, torchrun_env
+    from dsbench.zero.config import load_config
+
+    path = Path(args.config)
+    if not path.is_file():
+        raise UsageError(f"--config {path}: no such file")
+    try:
+        config = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--config {path}: not valid JSON ({exc.msg} at line {exc.lineno})"
+                         ) from None  # fmt: skip
+    get_model(args.model)
+    for name in ("steps", "nproc", "micro_batch", "grad_accum", "train_batch", "save_every"):
+        value = getattr(args, name)
+        if value is not None and value < (0 if name == "save_every" else 1):
+            raise UsageError(f"--{name.replace('_', '-')} must be positive, got {value}")
+    if args.engine == "deepspeed":
+        from dsbench.engines.deepspeed import INSTALL_HINT, deepspeed_version
+
+        if deepspeed_version() is None:
+            raise UsageError(f"--engine deepspeed: DeepSpeed is not installed; {INSTALL_HINT}")
+    device = args.device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    elif device == "cuda" and not torch.cuda.is_available():
+        raise UsageError("--device cuda: no CUDA/ROCm device is visible to torch")
+    env = torchrun_env()
+    world = int(env["WORLD_SIZE"]) if env and args.nproc is None else (args.nproc or 1)
+    if device == "cuda" and env is None and world > torch.cuda.device_count():
+        raise UsageError(f"--nproc {world}: only {torch.cuda.device_count()} GPU(s) visible")
+    # Validate the config for this world size before starting any rank (one-line errors).
+    load_config(config, world_size=world, micro_batch=args.micro_batch,
+                grad_accum=args.grad_accum, train_batch=args.train_batch,
+                warn=lambda m: None, for_engine=args.engine)  # fmt: skip
+    job = TrainJob(model=args.model, config=config, engine=args.engine, steps=args.steps,
+                   micro_batch=args.micro_batch, grad_accum=args.grad_accum,
+                   train_batch=args.train_batch, device=device, kernels=_kernels(args.kernels),
+                   seed=args.seed, checkpoint_dir=args.checkpoint, resume=args.resume,
+                   save_every=args.save_every)  # fmt: skip
+    if env is not None and args.nproc is None:
+        run_under_torchrun(job, timeout_s=args.timeout, report=_report)
+        return 0
+    try:
+        spawn_ranks("dsbench.training:train_loop", world, job, device_type=device,
+                    on_message=lambda rank, msg: _report(msg), timeout_s=10**7,
+                    collective_timeout_s=args.timeout)  # fmt: skip
+    except RankFailure as exc:
+        print(f"dsbench: error: {exc}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,137 @@
+"""The training loop of ``dsbench train``: one rank's part, whoever started the rank.
+
+Ranks come from ``torchrun`` (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT; single or
+multi-node) or from ``dsbench train --nproc N``, which spawns local ranks itself
+(:func:`dsbench.distributed.spawn_ranks`). Either way every rank runs :func:`train_loop`: build
+the model preset, read the ds_config, build the engine (dsbench's or DeepSpeed's), then run the
+steps on deterministic synthetic data (rank r of W reads micro-batch ``(step*A + m)*W + r``),
+optionally resuming from and saving checkpoints. Rank 0 reports losses and throughput.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import time
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainJob:
+    model: str
+    config: dict
+    """The ds_config as read from the file (resolved again on each rank for its world size)."""
+    engine: str = "dsbench"
+    steps: int = 10
+    micro_batch: int | None = None
+    grad_accum: int | None = None
+    train_batch: int | None = None
+    device: str = "cpu"
+    kernels: dict | None = None
+    seed: int = 0
+    checkpoint_dir: str | None = None
+    resume: bool = False
+    save_every: int = 0
+
+
+def train_loop(job: TrainJob, *, device: str, send) -> None:
+    """Run ``job`` on this rank (the process group is up); ``send`` reports to the launcher."""
+    from dsbench.engines import build_engine
+    from dsbench.models import get_model
+    from dsbench.models.data import batch_index
+    from dsbench.zero.config import load_config
+
+    world, rank = dist.get_world_size(), dist.get_rank()
+    preset = get_model(job.model)
+    cfg = load_config(job.config, world_size=world, micro_batch=job.micro_batch,
+                      grad_accum=job.grad_accum, train_batch=job.train_batch,
+                      warn=(lambda m: send(("warning", m))) if rank == 0 else (lambda m: None),
+                      for_engine=job.engine)  # fmt: skip
+    dtype = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[cfg.precision]
+    model = preset.build(gemm_impl=(job.kernels or {}).get("gemm"), seed=job.seed, device=device)
+    engine = build_engine(job.engine, model, cfg, device=device, kernels=job.kernels)
+    gas, mb = cfg.batch.gradient_accumulation_steps, cfg.batch.train_micro_batch_size_per_gpu
+    first = 0
+    if job.resume and job.checkpoint_dir:
+        client = engine.load_checkpoint(job.checkpoint_dir)
+        if job.engine == "deepspeed":  # DeepSpeed returns (path, client_state)
+            client = client[1] or {}
+        first = client.get("data_step", 0)
+    if rank == 0:
+        send(
+            (
+                "start",
+                {
+                    "world_size": world,
+                    "params": preset.num_params(),
+                    "first_step": first,
+                    "train_batch_size": cfg.batch.train_batch_size,
+                    "engine": job.engine,
+                    "stage": cfg.zero_optimization.stage,
+                    "precision": cfg.precision,
+                },
+            )
+        )
+    for step in range(first, first + job.steps):
+        t0 = time.perf_counter()
+        total = torch.zeros((), dtype=torch.float64, device=device)
+        for micro in range(gas):
+            index = batch_index(step, rank=rank, world_size=world, micro_step=micro,
+                                grad_accum=gas)  # fmt: skip
+            batch = preset.batch(mb, seed=job.seed, step=index, device=device, dtype=dtype)
+            loss = preset.loss(engine.module, batch)
+            engine.backward(loss)
+            engine.step()
+            total += loss.detach().double()
+        dist.all_reduce(total)
+        seconds = torch.tensor(time.perf_counter() - t0, dtype=torch.float64, device=device)
+        dist.all_reduce(seconds, op=dist.ReduceOp.MAX)  # the slowest rank's step
+        if rank == 0:
+            send(
+                (
+                    "step",
+                    {
+                        "step": step,
+                        "loss": total.item() / (world * gas),
+                        "seconds": seconds.item(),
+                        "samples_per_s": cfg.batch.train_batch_size / seconds.item(),
+                    },
+                )
+            )
+        done = step + 1
+        if job.checkpoint_dir and job.save_every and done % job.save_every == 0:
+            _save(engine, job, done)
+    if job.checkpoint_dir and job.save_every == 0:
+        _save(engine, job, first + job.steps)
+    engine.destroy()
+
+
+def _save(engine, job: TrainJob, data_step: int) -> None:
+    engine.save_checkpoint(job.checkpoint_dir, client_state={"data_step": data_step})
+
+
+def torchrun_env() -> dict | None:
+    """The torchrun / torch.distributed launch variables, or None when not launched so."""
+    keys = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+    if not all(k in os.environ for k in keys):
+        return None
+    return {k: os.environ[k] for k in (*keys, "LOCAL_RANK") if k in os.environ}
+
+
+def run_under_torchrun(job: TrainJob, *, timeout_s: float, report) -> None:
+    """This process is one rank started by torchrun: join the group, train, leave."""
+    env = torchrun_env()
+    local = int(env.get("LOCAL_RANK", "0"))
+    if job.device == "cuda":
+        torch.cuda.set_device(local)
+        device, backend = f"cuda:{local}", "nccl"
+    else:
+        device, backend = "cpu", "gloo"
+    dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s))
+    try:
+        train_loop(job, device=device, send=report)
+    finally:
+        dist.destroy_process_group()
