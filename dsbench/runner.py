@@ -30,6 +30,7 @@ TIMING = {
     "smoke": TimingConfig(warmup_s=0.0, min_warmup=1, min_reps=8, max_reps=20, budget_s=0.05),
     "quick": TimingConfig(warmup_s=0.1, min_reps=15, max_reps=300, budget_s=2.0),
     "full": TimingConfig(warmup_s=0.2, min_reps=20, max_reps=1000, budget_s=3.0),
+    "inference": TimingConfig(warmup_s=0.2, min_reps=20, max_reps=2000, budget_s=2.0),
     "training": TimingConfig(warmup_s=0.3, min_warmup=3, min_reps=10, max_reps=200, budget_s=3.0),
 }
 

@@ -7,7 +7,7 @@ Suites: ``smoke`` (tiny, for tests), ``quick`` (default; < 5 minutes on a 2-core
 from __future__ import annotations
 
 from dsbench.errors import UsageError, choices_message
-from dsbench.suites import comm, gemm, optim, training
+from dsbench.suites import comm, gemm, inference, optim, training
 from dsbench.suites.base import Benchmark, Case, Context, Metric, Skip, Work, case_id
 
 SUITES: dict[str, str] = {
@@ -15,10 +15,11 @@ SUITES: dict[str, str] = {
     "quick": "default: a few sizes per benchmark; under 5 minutes on a 2-core CPU",
     "full": "real hardware: large sizes, all dtypes and rank counts",
     "training": "ZeRO stages 1-3 training steps, dsbench's engine vs DeepSpeed (sized by device)",
+    "inference": "GPT prefill and KV-cache greedy decoding, batch 1 and 8 (sized by device)",
 }
 
 BENCHMARKS: dict[str, Benchmark] = {
-    b.name: b for b in [*optim.BENCHMARKS, *gemm.BENCHMARKS, *comm.BENCHMARKS, *training.BENCHMARKS]
+    b.name: b for module in (optim, gemm, comm, training, inference) for b in module.BENCHMARKS
 }
 
 
