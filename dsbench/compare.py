@@ -66,30 +66,45 @@ HEADERS = ["benchmark", "unit", "baseline", "contender", "ratio", "change"]
 
 @dataclasses.dataclass(frozen=True)
 class Selector:
-    """``key=value`` on a run field, or a bare value matching a label or a DeepSpeed version."""
+    """``key=value`` on a run field, or a bare value matching a label or a DeepSpeed version.
+
+    ``key`` may also be a benchmark *parameter* (``engine=deepspeed``, ``kernels=best``): such a
+    selector picks rows, not only runs, so two sides of one run can be compared; rows are then
+    paired with that parameter left out of their ids.
+    """
 
     text: str
     key: str | None
     value: str
+    param: bool = False
 
     @classmethod
-    def parse(cls, text: str) -> Selector:
+    def parse(cls, text: str, param_keys: frozenset[str] = frozenset()) -> Selector:
         if not text:
             raise UsageError("empty selector; use a label, a version (0.18.3) or key=value")
         key, sep, value = text.partition("=")
         if not sep:
             return cls(text, None, text)
         key = key.strip()
-        if key not in SELECTOR_KEYS:
-            raise UsageError(choices_message("selector key", key, SELECTOR_KEYS))
+        if key not in SELECTOR_KEYS and key not in param_keys:
+            raise UsageError(choices_message("selector key", key, [*SELECTOR_KEYS, *param_keys]))
         if not value:
             raise UsageError(f"selector '{text}' has no value after '='")
-        return cls(text, key, value.strip())
+        return cls(text, key, value.strip(), param=key not in SELECTOR_KEYS)
 
     def matches(self, run: Run) -> bool:
+        if self.param:
+            return bool(self.rows(run))
         if self.key is None:
             return self.value in (run.label, run.fields.get("deepspeed"))
         return field_matches(self.key, run.fields.get(self.key), self.value)
+
+    def rows(self, run: Run) -> dict[str, dict]:
+        """The run's rows this selector picks (all of them for a run-level selector)."""
+        if not self.param:
+            return run.benchmarks
+        return {k: r for k, r in run.benchmarks.items()
+                if str(r.get("params", {}).get(self.key)) == self.value}  # fmt: skip
 
 
 def field_matches(key: str, actual: str | None, wanted: str) -> bool:
@@ -132,23 +147,71 @@ def select(
     return chosen, note
 
 
-def pick_runs(runs: list[Run], baseline: str, contender: str | None) -> tuple[Run, Run, list[str]]:
+@dataclasses.dataclass
+class Side:
+    """One side of a comparison: a run and the rows taken from it."""
+
+    run: Run
+    rows: dict[str, dict]
+
+    @classmethod
+    def whole(cls, run: Run) -> Side:
+        return cls(run, run.benchmarks)
+
+
+def param_keys(runs: list[Run]) -> frozenset[str]:
+    return frozenset(k for r in runs for row in r.doc["benchmarks"] for k in row.get("params", {}))
+
+
+def _strip(rows: dict[str, dict], keys: set[str]) -> dict[str, dict]:
+    """Re-key rows by their id without the parameters being compared."""
+    if not keys:
+        return rows
+    from dsbench.suites.base import case_id
+
+    out = {}
+    for row in rows.values():
+        params = {k: v for k, v in row.get("params", {}).items() if k not in keys}
+        out[case_id(row["name"], params)] = row
+    return out
+
+
+def pick_runs(
+    runs: list[Run], baseline: str, contender: str | None
+) -> tuple[Side, Side, list[str]]:
+    """The two sides the selectors name; the notes say which runs were used."""
     if not runs:
         raise UsageError("no result files found; run `dsbench run` first")
-    b_sel = Selector.parse(baseline)
+    keys = param_keys(runs)
+    b_sel = Selector.parse(baseline, keys)
+    c_sel = Selector.parse(contender, keys) if contender is not None else None
     base, b_note = select(runs, b_sel)
-    if contender is not None:
-        cont, c_note = select(runs, Selector.parse(contender), exclude=base, role="contender")
+    if c_sel is not None:
+        same_run_ok = b_sel.param or c_sel.param
+        cont, c_note = select(runs, c_sel, exclude=None if same_run_ok else base, role="contender")
+        c_rows = c_sel.rows(cont)
+    elif b_sel.param:  # the other values of that parameter, in the same run
+        others = {str(r["params"][b_sel.key]) for r in base.benchmarks.values()
+                  if b_sel.key in r.get("params", {})} - {b_sel.value}  # fmt: skip
+        if len(others) != 1:
+            raise UsageError(f"{b_sel.key} has values {', '.join(sorted(others)) or '(none)'} "
+                             f"besides {b_sel.value}; choose one with --contender "
+                             f"{b_sel.key}=VALUE")  # fmt: skip
+        value = others.pop()
+        c_sel = Selector(f"{b_sel.key}={value}", b_sel.key, value, param=True)
+        cont, c_note = base, f"contender: rows with {c_sel.text} of the same run"
+        c_rows = c_sel.rows(cont)
     else:
         others = [r for r in runs if r is not base and not b_sel.matches(r)]
         others = others or [r for r in runs if r is not base]
         if not others:
             raise UsageError(f"only one run exists ({base.describe()}); nothing to compare with")
-        cont, c_note = (
-            others[-1],
-            f"contender: {others[-1].describe()} — newest run that is not the baseline",
-        )
-    return base, cont, [b_note, c_note]
+        cont = others[-1]
+        c_note = f"contender: {cont.describe()} — newest run that is not the baseline"
+        c_rows = cont.benchmarks
+    strip = {sel.key for sel in (b_sel, c_sel) if sel is not None and sel.param}
+    return (Side(base, _strip(b_sel.rows(base), strip)), Side(cont, _strip(c_rows, strip)),
+            [b_note, c_note])  # fmt: skip
 
 
 def confounders(base: Run, cont: Run, axes: set[str]) -> list[str]:
@@ -276,17 +339,19 @@ class Report:
 
 
 def report(
-    base: Run,
-    cont: Run,
+    base: Side | Run,
+    cont: Side | Run,
     *,
     axes: set[str],
     factor: float = 1.05,
     fmt: str = "github",
     notes: list[str] | None = None,
 ) -> Report:
-    rows = compare_rows(base.benchmarks, cont.benchmarks, factor)
+    base = base if isinstance(base, Side) else Side.whole(base)
+    cont = cont if isinstance(cont, Side) else Side.whole(cont)
+    rows = compare_rows(base.rows, cont.rows, factor)
     notes = list(notes or [])
-    diffs = confounders(base, cont, axes)
+    diffs = confounders(base.run, cont.run, axes) if base.run is not cont.run else []
     if diffs:
         axis = ", ".join(sorted(axes)) or "the runs chosen"
         notes.append(f"confounded: besides {axis}, the runs differ in: " + "; ".join(diffs))

@@ -121,10 +121,10 @@ def test_field_matching(key, actual, wanted, expected):
 def test_selectors_pick_runs_and_say_which(tmp_path):
     base, cont = _runs(tmp_path)
     b, c, notes = compare.pick_runs([base, cont], "0.18.3", None)  # DeepSpeed version
-    assert (b, c) == (base, cont)
+    assert (b.run, c.run) == (base, cont)
     assert "newest run that is not the baseline" in notes[1]
     b, c, _ = compare.pick_runs([base, cont], "python=3.12", "label=before")
-    assert (b, c) == (cont, base)
+    assert (b.run, c.run) == (cont, base)
     # several matches: the newest is used and the note says so
     _, _, notes = compare.pick_runs([base, cont], "backend=cpu", "label=before")
     assert "newest of 2 runs matching 'backend=cpu'" in notes[0]
@@ -171,3 +171,29 @@ def test_cli_compare_bad_input_exit_2_one_line(tmp_path, capsys, argv, needle):
     assert main(["compare", "--results", str(tmp_path), *argv]) == 2
     err = capsys.readouterr().err
     assert needle in err and err.count("\n") == 1
+
+
+def _engine_row(engine, stage, samples):
+    row = make_row(f"train_step[engine={engine},stage={stage}]", samples, unit="samples/s")
+    row["params"] = {"engine": engine, "stage": stage}
+    return row
+
+
+def test_parameter_selector_compares_two_sides_of_one_run(tmp_path, capsys):
+    rows = [
+        _engine_row("dsbench", 1, _series(900.0)),
+        _engine_row("deepspeed", 1, _series(600.0)),
+        _engine_row("dsbench", 2, _series(800.0)),
+        _engine_row("deepspeed", 2, _series(790.0)),
+    ]
+    results.write_run(
+        make_doc("20261130T000000Z-cccccc", TS.format(0), rows, label="train"), root=tmp_path
+    )
+    assert main(["compare", "--results", str(tmp_path), "--baseline", "engine=deepspeed"]) == 0
+    out = capsys.readouterr().out
+    assert "contender: rows with engine=dsbench of the same run" in out
+    assert "confounded" not in out  # one run: nothing else differs
+    lines = {line.split("|")[1].strip(): line for line in out.splitlines() if "train_step" in line}
+    assert set(lines) == {"train_step[stage=1]", "train_step[stage=2]"}
+    assert "1.500" in lines["train_step[stage=1]"] and "better" in lines["train_step[stage=1]"]
+    assert "better" not in lines["train_step[stage=2]"]  # +1.3%: within the factor

@@ -51,9 +51,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     runs = results.load_runs(args.results)
     base, cont, notes = compare.pick_runs(runs, args.baseline, args.contender)
+    keys = compare.param_keys(runs)
     axes = compare.axes_of(
-        compare.Selector.parse(args.baseline),
-        compare.Selector.parse(args.contender) if args.contender else None,
+        compare.Selector.parse(args.baseline, keys),
+        compare.Selector.parse(args.contender, keys) if args.contender else None,
     )
     rep = compare.report(base, cont, axes=axes, factor=args.factor, fmt=args.format, notes=notes)
     # Machine-readable formats keep stdout clean; the notes go to stderr.
