@@ -102,7 +102,10 @@ def reduce_add(acc: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     """acc += x, elementwise, in place; the sum is computed in fp32 and rounded once to acc's
     dtype. ``acc`` and ``x`` have the same number of elements; ``x`` may be fp32, fp16 or bf16.
     Used for the local reductions of the ring collectives."""
-    acc.copy_(acc.float() + x.float())
+    if acc.dtype == torch.float32:
+        acc.add_(x)  # x widens to fp32 exactly: one fp32 rounding, one pass over memory
+    else:
+        acc.copy_(acc.float() + x.float())
     return acc
 
 

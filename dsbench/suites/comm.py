@@ -3,8 +3,10 @@
 algbw = S / t with S the data size in bytes and 1 GB = 1e9 B; for reduce-scatter S is the
 input size (count x typesize x n). busbw = algbw x factor, the factor making the figure
 comparable with the link's bandwidth: AllReduce 2(n-1)/n, ReduceScatter (n-1)/n
-(nccl-tests doc/PERFORMANCE.md). Each sample is the slowest rank's time. Metric names are the
-same on every vendor and backend (NCCL, RCCL, gloo), so CUDA and ROCm runs compare directly.
+(nccl-tests doc/PERFORMANCE.md); all-gather (n-1)/n with S the output size. ``impl`` is the
+registry's ``native`` (torch.distributed) or ``ring`` (dsbench's pipelined ring over p2p). Each
+sample is the slowest rank's time. Metric names are the same on every vendor and backend (NCCL,
+RCCL, gloo), so CUDA and ROCm runs compare directly.
 
 The ranks are spawned by ``dsbench.distributed``; ``ranks`` is the number spawned. Buffers hold
 random values in [1, 2); repeated in-place sums eventually overflow to inf, which costs nothing
@@ -42,7 +44,12 @@ def _grid(suite: str, ctx: Context) -> dict[str, list]:
         "quick": [1 * MiB, 4 * MiB, 16 * MiB, 64 * MiB],
         "full": [2**k for k in range(16, 31, 2)] if ctx.gpu else [2**k for k in range(16, 29, 2)],
     }[suite]
-    return {"impl": ["native"], "ranks": _ranks(suite, ctx), "dtype": ["float32"], "size": sizes}
+    return {
+        "impl": ["native", "ring"],
+        "ranks": _ranks(suite, ctx),
+        "dtype": ["float32"],
+        "size": sizes,
+    }
 
 
 def _make_setup(op: str):
@@ -65,9 +72,11 @@ def _make_setup(op: str):
         data = (1 + torch.rand(size // elt, device=device, generator=g)).to(dtype)
         if op == "allreduce":
             args, factor = [(data,)], allreduce_factor(n)
-        else:
+        elif op == "reduce_scatter":
             out = torch.empty(size // elt // n, device=device, dtype=dtype)
             args, factor = [(out, data)], reduce_scatter_factor(n)
+        else:  # allgather: S is the gathered (output) size
+            args, factor = [(data, data[: size // elt // n].clone())], reduce_scatter_factor(n)
         return Case(
             fn=fn,
             args=args,
@@ -116,4 +125,13 @@ REDUCE_SCATTER = Benchmark(
     ranks_param="ranks",
 )
 
-BENCHMARKS = [ALLREDUCE, REDUCE_SCATTER]
+ALLGATHER = Benchmark(
+    name="allgather",
+    description="all-gather over N local ranks; S = output size; busbw = algbw x (n-1)/n",
+    grid=_grid,
+    setup=_make_setup("allgather"),
+    metrics=_metrics(),
+    ranks_param="ranks",
+)
+
+BENCHMARKS = [ALLREDUCE, REDUCE_SCATTER, ALLGATHER]
