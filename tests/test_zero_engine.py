@@ -20,17 +20,26 @@ pytestmark = pytest.mark.slow
 BASE = ZeroSettings(
     lr=1e-2, weight_decay=0.01, reduce_bucket_size=200, param_persistence_threshold=40
 )  # small buckets: several per model
-FP32_CASES = [
-    dataclasses.replace(
-        BASE,
-        stage=stage,
-        overlap_comm=overlap,
-        contiguous_gradients=contiguous,
-        grad_accum=2,
-        gradient_clipping=0.05,
-    )
-    for stage, overlap, contiguous in itertools.product((0, 1, 2, 3), (False, True), (False, True))
-] + [dataclasses.replace(BASE, stage=stage, reduce_scatter=False) for stage in (1, 2)]
+FP32_CASES = (
+    [
+        dataclasses.replace(
+            BASE,
+            stage=stage,
+            overlap_comm=overlap,
+            contiguous_gradients=contiguous,
+            grad_accum=2,
+            gradient_clipping=0.05,
+        )
+        for stage, overlap, contiguous in itertools.product(
+            (0, 1, 2, 3), (False, True), (False, True)
+        )
+    ]
+    + [dataclasses.replace(BASE, stage=stage, reduce_scatter=False) for stage in (1, 2)]
+    + [
+        # stage 3 releasing every unit after its forward and gathering it again for its backward
+        dataclasses.replace(BASE, stage=3, max_reuse_distance=0, overlap_comm=True, grad_accum=2)
+    ]
+)
 BF16_CASES = [dataclasses.replace(BASE, stage=stage, dtype=torch.bfloat16) for stage in (0, 2, 3)]
 BF16_ATOL = 3e-2  # bf16 keeps 8 bits of mantissa: ~0.4% per rounding, over 3 steps of lr 1e-2
 
@@ -65,7 +74,7 @@ def two_ranks():
     ids=[
         f"stage{c.stage}-overlap{int(c.overlap_comm)}-contig"
         f"{int(c.contiguous_gradients)}-gas{c.grad_accum}"
-        f"-rs{int(c.reduce_scatter)}"
+        f"-rs{int(c.reduce_scatter)}-reuse{c.max_reuse_distance}"
         for c in FP32_CASES
     ],
 )

@@ -44,6 +44,8 @@ def zero_settings(
         reduce_bucket_size=z.reduce_bucket_size,
         prefetch_bucket_size=z.stage3_prefetch_bucket_size,
         param_persistence_threshold=z.stage3_param_persistence_threshold,
+        max_reuse_distance=z.stage3_max_reuse_distance,
+        max_live_parameters=z.stage3_max_live_parameters,
         kernels=dict(kernels or {}),
         fused_optimizer=fused_optimizer,
     )

@@ -393,6 +393,13 @@ class ZeroConfig(_Section):
     stage3_param_persistence_threshold: int = 100_000
     """Stage 3: parameters with fewer elements stay whole on every rank (alias
     param_persistence_threshold)."""
+    stage3_max_reuse_distance: int = 1_000_000_000
+    """Stage 3: a module's gathered parameters are kept after its forward when they will be used
+    again (in backward) within this many parameter elements of other gathers (alias
+    max_reuse_distance)."""
+    stage3_max_live_parameters: int = 1_000_000_000
+    """Stage 3: at most this many gathered parameter elements are kept that way (alias
+    max_live_parameters)."""
 
     _PATH: ClassVar[str] = "zero_optimization"
 
@@ -500,6 +507,8 @@ _TOP_IMPLEMENTED = (
 _ZERO_ALIASES = {
     "prefetch_bucket_size": "stage3_prefetch_bucket_size",
     "param_persistence_threshold": "stage3_param_persistence_threshold",
+    "max_reuse_distance": "stage3_max_reuse_distance",
+    "max_live_parameters": "stage3_max_live_parameters",
 }
 
 _ZERO_NOT_IMPLEMENTED: dict[str, Callable[[Any], bool]] = {
@@ -532,8 +541,6 @@ _ZERO_NOT_IMPLEMENTED: dict[str, Callable[[Any], bool]] = {
     "stage3_gather_fp16_weights_on_model_save": _never,  # deprecated spelling
 }
 for _name in (
-    "max_live_parameters",
-    "max_reuse_distance",
     "gather_16bit_weights_on_model_save",
     "model_persistence_threshold",
     "module_granularity_threshold",

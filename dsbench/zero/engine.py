@@ -81,6 +81,11 @@ class ZeroSettings:
     """Stage 3: elements of upcoming units gathered ahead of use."""
     param_persistence_threshold: int = 100_000
     """Stage 3: parameters with at most this many elements are never partitioned."""
+    max_reuse_distance: int = 1_000_000_000
+    """Stage 3: keep a unit gathered after its forward if the elements gathered before its
+    backward use it again are at most this many (DeepSpeed's stage3_max_reuse_distance)."""
+    max_live_parameters: int = 1_000_000_000
+    """Stage 3: but never keep more than this many gathered elements that way."""
     kernels: dict[str, str] = field(default_factory=dict)
     """Registry implementation per op (``adamw``, ``allreduce``...); missing: the default."""
     fused_optimizer: bool | None = None
@@ -300,10 +305,24 @@ class ZeroEngine:
         self._gather(unit)
         self._prefetch(unit, self._order)
 
+    def _keep_for_backward(self, unit: _Bucket) -> bool:
+        """DeepSpeed's reuse rule: keep the unit if the units gathered between its forward and
+        its backward (those after it in forward order) total at most max_reuse_distance elements,
+        and the kept units stay within max_live_parameters."""
+        if self._recording or unit not in self._order:
+            return False
+        s = self.settings
+        later = self._order[self._order.index(unit) + 1 :]
+        live = sum(u.numel for u in self.units if u.gathered is not None)
+        return sum(u.numel for u in later) <= s.max_reuse_distance and (
+            live <= s.max_live_parameters
+        )
+
     def _post_forward(self, unit: _Bucket, output) -> None:
-        """Release the unit; gather it again when the gradient of its output arrives, i.e. just
-        before its backward runs."""
-        self._release(unit)
+        """Release the unit (unless it is kept for its backward, see _keep_for_backward); it is
+        gathered again when the gradient of its output arrives, just before its backward."""
+        if not (torch.is_grad_enabled() and self._keep_for_backward(unit)):
+            self._release(unit)
         if torch.is_grad_enabled():
             for t in torch.utils._pytree.tree_leaves(output):
                 if isinstance(t, torch.Tensor) and t.requires_grad:
