@@ -135,6 +135,25 @@ class Benchmark:
         ]
 
 
+def impl_choices(op: str, suite: str, ctx: Context) -> list[str]:
+    """Registry implementations of ``op`` a suite measures: in ``full`` every registered one
+    (those that cannot run here become skipped rows saying why); otherwise those that really run
+    here (not in Triton's interpreter), reference first."""
+    from dsbench.kernels import registry
+
+    names = registry.names(op)
+    reference = registry.DEFAULTS[op]
+    ordered = [reference] + [n for n in names if n != reference]
+    if suite == "full":
+        return ordered
+    device = "cuda" if ctx.gpu else "cpu"
+    return [
+        n
+        for n in ordered
+        if (lambda ok, why: ok and not why)(*registry.get(op, n).available(device))
+    ]
+
+
 def case_id(name: str, params: dict) -> str:
     """Stable identifier: ``name[k1=v1,k2=v2]`` with keys sorted."""
     if not params:

@@ -11,7 +11,16 @@ from __future__ import annotations
 import torch
 
 from dsbench.kernels import registry
-from dsbench.suites.base import Benchmark, Case, Context, Metric, Skip, Work, time_ms
+from dsbench.suites.base import (
+    Benchmark,
+    Case,
+    Context,
+    Metric,
+    Skip,
+    Work,
+    impl_choices,
+    time_ms,
+)
 from dsbench.timing import rotation_count
 
 BF16_CPU_FLAGS = ("amx_bf16", "avx512_bf16", "bf16")  # x86 AMX / AVX512-BF16, Arm BF16
@@ -38,7 +47,7 @@ def _grid(suite: str, ctx: Context) -> dict[str, list]:
         if suite == "full" and "float32" not in dtypes:
             dtypes.append("float32")
         sizes = {"smoke": [128], "quick": [512, 1024, 2048], "full": [512, 1024, 2048, 4096]}[suite]
-    return {"impl": ["torch"], "dtype": dtypes, "size": sizes}
+    return {"impl": impl_choices("gemm", suite, ctx), "dtype": dtypes, "size": sizes}
 
 
 def _setup(params: dict, ctx: Context) -> Case:

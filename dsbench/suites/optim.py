@@ -2,7 +2,9 @@
 
 AdamW on fp32 parameters, gradients and moments moves 28 bytes per parameter per step
 (reads p, g, m, v = 16 B; writes p, m, v = 12 B), so it is memory-bound: the figure of merit is
-GB/s against the device's memory bandwidth (Adam bytes/param: ANCHORS.md).
+GB/s against the device's memory bandwidth (Adam bytes/param: ANCHORS.md). With the fp16 loss
+scaler's unscaling (``scaler=True``) the convention is 32 B/param (the unscaled gradient written
+back), whether or not an implementation actually writes it.
 """
 
 from __future__ import annotations
@@ -11,7 +13,17 @@ import torch
 
 from dsbench.kernels import registry
 from dsbench.kernels.reference import fused_adamw_supported
-from dsbench.suites.base import Benchmark, Case, Context, Metric, Skip, Work, gbps, time_ms
+from dsbench.suites.base import (
+    Benchmark,
+    Case,
+    Context,
+    Metric,
+    Skip,
+    Work,
+    gbps,
+    impl_choices,
+    time_ms,
+)
 from dsbench.timing import rotation_count
 
 ADAMW_BYTES_PER_PARAM = 28
@@ -27,7 +39,10 @@ def _grid(suite: str, ctx: Context) -> dict[str, list]:
         if not ctx.gpu
         else [16 * M, 64 * M, 256 * M, 1024 * M],
     }[suite]
-    return {"impl": ["torch"], "params": sizes}
+    grid = {"impl": impl_choices("adamw", suite, ctx), "params": sizes}
+    if suite == "full":  # also with the fp16 loss scaler's unscaling (32 B/param)
+        grid["scaler"] = [False, True]
+    return grid
 
 
 def _setup(params: dict, ctx: Context) -> Case:
@@ -45,6 +60,12 @@ def _setup(params: dict, ctx: Context) -> Case:
         m, v = torch.zeros(n, device=device), torch.zeros(n, device=device)
         sets.append(([p], [grad], [m], [v], [torch.zeros((), dtype=torch.float32, device=device)]))
 
+    scale = torch.tensor(1024.0, device=device) if params.get("scaler") else None
+    found_inf = torch.zeros((), device=device) if scale is not None else None
+    if scale is not None:
+        for s in sets:
+            s[1][0].mul_(1024.0)  # gradients as the fp16 loss scaler leaves them
+
     def fn(p, grad, m, v, steps):
         step(
             p,
@@ -57,17 +78,17 @@ def _setup(params: dict, ctx: Context) -> Case:
             beta2=0.999,
             eps=1e-8,
             weight_decay=0.01,
+            grad_scale=scale,
+            found_inf=found_inf,
             fused=fused,
         )
 
+    per_param = ADAMW_BYTES_PER_PARAM + (4 if scale is not None else 0)
     return Case(
         fn=fn,
         args=sets,
-        work=Work(bytes=ADAMW_BYTES_PER_PARAM * n, items=n),
-        notes={
-            "variant": "fused" if fused else "foreach",
-            "bytes_per_param": ADAMW_BYTES_PER_PARAM,
-        },
+        work=Work(bytes=per_param * n, items=n),
+        notes={"variant": "fused" if fused else "foreach", "bytes_per_param": per_param},
     )
 
 
