@@ -112,3 +112,30 @@ ADAMW = Benchmark(
 )
 
 BENCHMARKS = [ADAMW]
+
+
+def _copy_grid(suite: str, ctx: Context) -> dict[str, list]:
+    return {"size": [2**30] if ctx.gpu else [2**28]}
+
+
+def _copy_setup(params: dict, ctx: Context) -> Case:
+    n = params["size"] // 4
+    src = torch.rand(n, device=ctx.torch_device)
+    dst = torch.empty_like(src)
+    return Case(
+        fn=lambda: dst.copy_(src),
+        work=Work(bytes=2.0 * params["size"]),
+        notes={"what": "dst.copy_(src), bytes read + written"},
+    )
+
+
+COPY = Benchmark(
+    name="copy",
+    description="device memory copy (the measured bandwidth ceiling for memory-bound kernels)",
+    grid=_copy_grid,
+    setup=_copy_setup,
+    metrics=(gbps("bandwidth", peak="mem_bandwidth"), time_ms()),
+    suites=("full",),
+)
+
+BENCHMARKS.append(COPY)

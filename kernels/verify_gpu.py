@@ -1,0 +1,370 @@
+"""GPU verification: build every kernel, check it against the torch reference, time them all.
+
+    python -m dsbench.kernels.verify_gpu [--out results] [--quick]
+
+On a CUDA (or ROCm) machine this, in order and within about 8 minutes:
+
+1. builds/loads every registered implementation of ``adamw``, ``gemm`` and ``reduce_add``
+   (the CUDA/HIP extension compiles here; Triton kernels JIT-compile on first call);
+2. checks each against the torch reference on fresh random inputs with odd sizes
+   (AdamW: 1,000,003-element flat buffer and a list of odd tensors, grads fp32/fp16/bf16,
+   with and without the loss scaler's unscaling and an inf that must skip the step;
+   GEMM: fp16 and bf16 at 127x65x33, 1000x1000x1000 and 4096^3; reduce_add: 1,000,003);
+3. times them side by side with dsbench's timing core (device events, L2 flushed):
+   a device-to-device copy (the measured bandwidth ceiling), AdamW at 64M and 256M
+   parameters, GEMM at 4096^3 and 8192^3 in fp16 and bf16, reduce_add at 256M elements;
+4. writes a dsbench result file (with the environment) and prints a short table last, with the
+   issue's targets as ratios measured in this one run: Triton Adam vs copy bandwidth and vs
+   torch's fused AdamW, Triton GEMM vs torch.matmul, CUDA GEMM vs torch.matmul.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import time
+import traceback
+from datetime import UTC, datetime
+
+import torch
+
+from dsbench.kernels import reference, registry
+
+DEVICE = "cuda"
+"""Where to verify; ``--device cpu`` dry-runs the script's logic with the implementations
+available on a CPU (the torch references), as the test suite does."""
+
+TOL = {  # (dtype) -> (atol, rtol) for GEMM outputs with fp32 accumulation
+    torch.float16: (2e-2, 1e-2),
+    torch.bfloat16: (8e-2, 2e-2),
+}
+
+
+@dataclasses.dataclass
+class Check:
+    op: str
+    impl: str
+    case: str
+    ok: bool
+    detail: str = ""
+
+
+def _worst(actual: torch.Tensor, expected: torch.Tensor, atol: float, rtol: float) -> str:
+    diff = (actual.float() - expected.float()).abs()
+    bad = diff > atol + rtol * expected.float().abs()
+    nan = torch.isnan(actual).sum().item()
+    return (
+        f"{int(bad.sum())} of {bad.numel()} outside atol={atol:g} rtol={rtol:g}, "
+        f"max |diff| {diff.max().item():.3g}, NaN {nan}"
+    )
+
+
+def _close(actual, expected, atol, rtol) -> tuple[bool, str]:
+    ok = torch.allclose(actual.float(), expected.float(), atol=atol, rtol=rtol)
+    return ok, "" if ok else _worst(actual, expected, atol, rtol)
+
+
+# ------------------------------------------------------------------------------ correctness
+
+
+def _adam_inputs(sizes, gdtype, scale, seed):
+    g = torch.Generator(device=DEVICE).manual_seed(seed)
+    ps = [torch.randn(n, device=DEVICE, generator=g) for n in sizes]
+    gs = [(torch.randn(n, device=DEVICE, generator=g) * scale).to(gdtype) for n in sizes]
+    ms = [torch.randn(n, device=DEVICE, generator=g).abs() * 1e-3 for n in sizes]
+    vs = [torch.randn(n, device=DEVICE, generator=g).abs() * 1e-6 for n in sizes]
+    steps = [torch.full((), 3.0, device=DEVICE) for _ in sizes]
+    return ps, gs, ms, vs, steps
+
+
+def check_adamw(impl: str, fn) -> list[Check]:
+    out = []
+    hp = dict(lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.01)
+    layouts = {
+        "flat 1,000,003": [1_000_003],
+        "list of 37 odd tensors": [(i * 7919) % 70001 + 1 for i in range(37)],
+    }
+    for layout, sizes in layouts.items():
+        for gdtype in (torch.float32, torch.float16, torch.bfloat16):
+            for scaled, adamw_mode in ((False, True), (True, True), (False, False)):
+                scale = 1024.0 if scaled else 1.0
+                ref = _adam_inputs(sizes, gdtype, scale, seed=1)
+                mine = [[t.clone() for t in lst] for lst in ref]
+                gs_kw = {}
+                if scaled:
+                    gs_kw = dict(grad_scale=torch.tensor(scale, device=DEVICE))
+                found_r, found_m = torch.zeros((), device=DEVICE), torch.zeros((), device=DEVICE)
+                reference.adamw(*ref, **hp, adamw_mode=adamw_mode, found_inf=found_r, **gs_kw)
+                fn(*mine, **hp, adamw_mode=adamw_mode, found_inf=found_m, **gs_kw)
+                ok, detail = True, ""
+                for name, a, b in zip(("p", "m", "v"), mine[:3], ref[:3], strict=True):
+                    for x, y in zip(a, b, strict=True):
+                        good, why = _close(x, y, atol=1e-5, rtol=1e-4)
+                        if not good:
+                            ok, detail = False, f"{name}: {why}"
+                case = f"{layout}, grads {str(gdtype)[6:]}, " + (
+                    "scaled" if scaled else "adamw" if adamw_mode else "adam-L2"
+                )
+                out.append(Check("adamw", impl, case, ok, detail))
+    # an inf in the scaled gradients must skip the whole update
+    ps, gs, ms, vs, steps = _adam_inputs([1_000_003], torch.float16, 1024.0, seed=2)
+    gs[0][12345] = float("inf")
+    before = [t.clone() for t in (*ps, *ms, *vs, *steps)]
+    found = torch.zeros((), device=DEVICE)
+    fn(ps, gs, ms, vs, steps, **hp, grad_scale=torch.tensor(1024.0, device=DEVICE), found_inf=found)
+    after = (*ps, *ms, *vs, *steps)
+    same = all(torch.equal(a, b) for a, b in zip(before, after, strict=True))
+    out.append(
+        Check(
+            "adamw",
+            impl,
+            "inf in scaled grads skips the step",
+            same and found.item() == 1.0,
+            f"found_inf={found.item()} unchanged={same}",
+        )
+    )
+    return out
+
+
+def check_gemm(impl: str, fn) -> list[Check]:
+    out = []
+    g = torch.Generator(device=DEVICE).manual_seed(3)
+    for dtype in (torch.float16, torch.bfloat16):
+        shapes = ((127, 65, 33), (1000, 1000, 1000), (4096, 4096, 4096))
+        for m, n, k in shapes if DEVICE == "cuda" else shapes[:1]:
+            a = torch.randn(m, k, device=DEVICE, generator=g).to(dtype)
+            b = torch.randn(k, n, device=DEVICE, generator=g).to(dtype)
+            expected = (a.float() @ b.float()).to(dtype)
+            atol, rtol = TOL[dtype]
+            got = fn(a, b)
+            ok, detail = _close(got, expected, atol * (k**0.5) / 8, rtol)
+            out.append(Check("gemm", impl, f"{str(dtype)[6:]} {m}x{n}x{k}", ok, detail))
+        bt = torch.randn(n, k, device=DEVICE, generator=g).to(dtype).t()  # non-contiguous B
+        a = torch.randn(m, k, device=DEVICE, generator=g).to(dtype)
+        ok, detail = _close(fn(a, bt), (a.float() @ bt.float()).to(dtype), 0.5, 2e-2)
+        out.append(Check("gemm", impl, f"{str(dtype)[6:]} transposed B", ok, detail))
+    return out
+
+
+def check_reduce_add(impl: str, fn) -> list[Check]:
+    out = []
+    g = torch.Generator(device=DEVICE).manual_seed(4)
+    for acc_dtype, x_dtype in (
+        (torch.float32, torch.float16),
+        (torch.float32, torch.bfloat16),
+        (torch.float16, torch.float16),
+        (torch.float32, torch.float32),
+    ):
+        acc = torch.randn(1_000_003, device=DEVICE, generator=g).to(acc_dtype)
+        x = torch.randn(1_000_003, device=DEVICE, generator=g).to(x_dtype)
+        expected = reference.reduce_add(acc.clone(), x)
+        got = fn(acc.clone(), x)
+        ok = torch.equal(got, expected)  # one fp32 rounding: bit-exact
+        out.append(
+            Check(
+                "reduce_add",
+                impl,
+                f"{str(acc_dtype)[6:]} += {str(x_dtype)[6:]}",
+                ok,
+                "" if ok else _worst(got, expected, 0, 0),
+            )
+        )
+    return out
+
+
+CHECKS = {"adamw": check_adamw, "gemm": check_gemm, "reduce_add": check_reduce_add}
+
+
+def verify() -> tuple[list[Check], dict[str, float]]:
+    checks, build_s = [], {}
+    for op, check in CHECKS.items():
+        for name in registry.names(op):
+            impl = registry.get(op, name)
+            ok, why = impl.available("cuda" if DEVICE == "cuda" else "cpu")
+            if not ok:
+                if DEVICE == "cuda":  # on the GPU machine every implementation must work
+                    checks.append(Check(op, name, "available", False, why))
+                continue
+            t0 = time.perf_counter()
+            try:
+                fn = impl.load()
+                if name == "cuda":  # build the extension now, so its time is reported
+                    from dsbench.kernels.cuda.build import load
+
+                    load()
+                build_s[f"{op}.{name}"] = time.perf_counter() - t0
+                checks += check(name, fn)
+            except Exception as exc:
+                last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+                checks.append(Check(op, name, "build/run", False, last))
+            if DEVICE == "cuda":
+                torch.cuda.synchronize()
+    return checks, build_s
+
+
+# ------------------------------------------------------------------------------ timing
+
+
+def timing_rows(quick: bool) -> list[dict]:
+    """Side-by-side timings through dsbench's suites and timing core."""
+    from dsbench import runner
+    from dsbench.envinfo import collect_env
+    from dsbench.suites import BENCHMARKS
+
+    env = collect_env(DEVICE, telemetry=False)
+    ctx = runner.context_for(env, "full")
+    profile = runner.profile_for(env, ctx)
+    config = runner.TIMING["quick"]
+    gpu = DEVICE == "cuda"  # a CPU dry run uses tiny sizes and the dtypes CPUs do well
+    cases = [("copy", {"size": 2**30 if gpu else 2**26})]
+    adam_sizes = ([64_000_000] if quick else [64_000_000, 256_000_000]) if gpu else [1_000_000]
+    for n in adam_sizes:
+        for impl in registry.names("adamw"):
+            cases.append(("adamw", {"impl": impl, "params": n}))
+        cases.append(("adamw", {"impl": "triton", "params": n, "scaler": True}))
+    gemm_sizes = ([4096] if quick else [4096, 8192]) if gpu else [256]
+    for dtype in ("float16", "bfloat16") if gpu else ("bfloat16",):
+        for size in gemm_sizes:
+            for impl in registry.names("gemm"):
+                cases.append(("gemm", {"impl": impl, "dtype": dtype, "size": size}))
+    rows = []
+    for name, params in cases:
+        rows.append(runner.run_case(BENCHMARKS[name], params, ctx, profile, config))
+        print(
+            f"  timed {rows[-1]['id']}: {rows[-1]['status']} "
+            f"{rows[-1].get('value', rows[-1].get('error', rows[-1].get('reason', '')))}",
+            flush=True,
+        )
+    return rows, env, profile
+
+
+def _value(rows, **want) -> float | None:
+    for r in rows:
+        if (
+            r["status"] == "ok"
+            and r["name"] == want["name"]
+            and all(r["params"].get(k) == v for k, v in want.items() if k != "name")
+        ):
+            return r["value"]
+    return None
+
+
+def targets(rows) -> list[tuple[str, str, str]]:
+    """The issue's targets as ratios measured in this run."""
+    out = []
+    copy = next((r["value"] for r in rows if r["name"] == "copy" and r["status"] == "ok"), None)
+    for n in sorted({r["params"]["params"] for r in rows if r["name"] == "adamw"}):
+        tri = _value(rows, name="adamw", impl="triton", params=n)
+        tor = _value(rows, name="adamw", impl="torch", params=n)
+        if tri and copy:
+            out.append(
+                (f"Triton Adam {n / 1e6:.0f}M vs copy bandwidth", f"{tri / copy:.1%}", ">= 85%")
+            )
+        if tri and tor:
+            out.append(
+                (f"Triton Adam {n / 1e6:.0f}M vs torch fused AdamW", f"{tri / tor:.2f}x", "> 1")
+            )
+    for dtype in ("float16", "bfloat16"):
+        for size in (4096, 8192):
+            ref = _value(rows, name="gemm", impl="torch", dtype=dtype, size=size)
+            for impl, goal in (("triton", ">= 90%"), ("cuda", ">= 50%")):
+                mine = _value(rows, name="gemm", impl=impl, dtype=dtype, size=size)
+                if ref and mine:
+                    out.append(
+                        (f"{impl} GEMM {dtype} {size}^3 vs torch.matmul", f"{mine / ref:.1%}", goal)
+                    )
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    from tabulate import tabulate
+
+    from dsbench import results
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", default=None, help="results folder (default ./results)")
+    p.add_argument("--quick", action="store_true", help="fewer sizes (about 3 minutes)")
+    p.add_argument(
+        "--device",
+        default="cuda",
+        choices=["cuda", "cpu"],
+        help="cpu: dry-run the script with the CPU's implementations",
+    )
+    args = p.parse_args(argv)
+    global DEVICE
+    DEVICE = args.device
+    if DEVICE == "cuda" and not torch.cuda.is_available():
+        print(
+            "verify_gpu: no CUDA/ROCm device visible to torch; nothing to verify", file=sys.stderr
+        )
+        return 2
+    started = datetime.now(UTC)
+    name = torch.cuda.get_device_name() if DEVICE == "cuda" else "cpu (dry run)"
+    print(f"device: {name}, torch {torch.__version__}", flush=True)
+    checks, build_s = verify()
+    rows, env, profile = timing_rows(args.quick)
+    for c in checks:
+        rows.append(
+            {
+                "id": f"verify.{c.op}[impl={c.impl},case={c.case}]",
+                "name": f"verify.{c.op}",
+                "params": {"impl": c.impl, "case": c.case},
+                "status": "ok" if c.ok else "failed",
+                "metric": "correct",
+                "unit": "",
+                "direction": "higher",
+                **({} if c.ok else {"error": c.detail}),
+            }
+        )
+    from dsbench.runner import new_run_doc
+
+    doc = new_run_doc(
+        suite="verify-gpu",
+        label="verify-gpu",
+        env=env,
+        profile=profile,
+        rows=rows,
+        started=started,
+        argv=sys.argv[1:],
+    )
+    doc["build_seconds"] = build_s
+    path = results.write_run(doc, root=args.out)
+    failed = [c for c in checks if not c.ok]
+    summary = {}
+    for c in checks:
+        key = (c.op, c.impl)
+        good, total = summary.get(key, (0, 0))
+        summary[key] = (good + c.ok, total + 1)
+    print(
+        tabulate(
+            [
+                [op, impl, f"{g}/{t}", f"{build_s.get(f'{op}.{impl}', 0):.1f}"]
+                for (op, impl), (g, t) in summary.items()
+            ],
+            headers=["op", "impl", "checks passed", "build/load s"],
+        )
+    )
+    for c in failed:
+        print(f"FAILED {c.op}[{c.impl}] {c.case}: {c.detail}")
+    print(
+        tabulate(
+            [
+                [
+                    r["id"],
+                    f"{r['value']:.4g} {r['unit']}" if r["status"] == "ok" else r["status"],
+                    f"{r['pct_of_peak']:.1f}%" if r.get("pct_of_peak") else "",
+                ]
+                for r in rows
+                if not r["name"].startswith("verify.")
+            ],
+            headers=["benchmark", "median", "% of peak"],
+        )
+    )
+    print(tabulate(targets(rows), headers=["target", "measured", "goal"]))
+    print(f"wrote {path} ({(datetime.now(UTC) - started).total_seconds():.0f} s)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
