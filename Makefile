@@ -36,6 +36,7 @@ run: $(STAMP)
 	$(BIN)/dsbench run --suite $(SUITE)
 
 test: $(STAMP)
+	sh kernels/csrc/install_hip.sh
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)

@@ -41,7 +41,9 @@ def test_run_writes_a_complete_result_file(two_runs):
     assert doc["schema"] == "dsbench-result" and doc["label"] == "first"
     assert doc["env"]["backend"] == "cpu" and doc["profile"]["name"] == "cpu"
     names = {row["name"] for row in doc["benchmarks"]}
-    assert names == {"adamw", "gemm", "allreduce", "reduce_scatter"}
+    assert names == {"adamw", "gemm", "allreduce", "reduce_scatter", "allgather"}
+    impls = {row["params"]["impl"] for row in doc["benchmarks"] if row["name"] == "allgather"}
+    assert impls == {"native", "ring"}
     for row in doc["benchmarks"]:
         assert row["status"] == "ok", row
         assert row["direction"] == "higher" and row["value"] > 0
@@ -78,7 +80,9 @@ def test_compare_two_runs(two_runs):
     assert re.fullmatch(r"\d+ better, \d+ worse .*", proc.stdout.splitlines()[-1])
     csv = dsbench("compare", "--baseline", "first", "--format", "csv", cwd=cwd)
     assert csv.stdout.splitlines()[0] == "benchmark,unit,baseline,contender,ratio,change"
-    assert len(csv.stdout.splitlines()) == 1 + 4  # adamw, gemm, allreduce, reduce_scatter
+    (first_file,) = [p for p in (cwd / "results" / "testbox").glob("*-first.json")]
+    cases = len(json.loads(first_file.read_text())["benchmarks"])
+    assert len(csv.stdout.splitlines()) == 1 + cases
 
 
 @pytest.mark.parametrize(

@@ -36,5 +36,10 @@ def test_a_hanging_rank_is_named():
 
 def test_a_rank_stuck_outside_collectives_is_named_when_peers_time_out():
     with pytest.raises(RankFailure, match=r"rank\(s\) 1 of 2 stopped responding: rank 0 gave up"):
-        spawn_ranks("tests._dist_workers:barrier_while_rank_one_sleeps", 2, None, timeout_s=60,
-                    collective_timeout_s=3)
+        spawn_ranks(
+            "tests._dist_workers:barrier_while_rank_one_sleeps",
+            2,
+            None,
+            timeout_s=60,
+            collective_timeout_s=3,
+        )

@@ -18,6 +18,8 @@ VERBS: dict[str, str] = {
     "env": "report the environment (versions, devices, compilers, profile, kernels)",
     "profiles": "list hardware profiles or show one",
     "train": "train a model with a ds_config on dsbench's ZeRO engine or DeepSpeed",
+    "kernels": "kernel implementations here; --compile-check builds the CUDA/HIP kernels for "
+    "sm_80, sm_90 and gfx90a",
 }
 
 

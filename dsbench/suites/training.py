@@ -11,10 +11,12 @@ backward and the engine's gradient reduction, then the step. Reported:
 - step time, and peak memory per rank (the largest rank's: allocator peaks on GPUs, resident set
   on CPUs).
 
-``kernels=torch`` runs torch's AdamW in both engines (dsbench: the registry's torch reference;
-DeepSpeed: ``torch_adam``); ``kernels=best`` runs each engine's fastest optimizer available here
-(dsbench: the registry's best implementations; DeepSpeed: its fused Adam on GPUs, torch's fused
-AdamW on CPUs, where DeepSpeed's own CPU Adam would need a JIT build).
+``kernels=torch`` runs torch's AdamW (unfused, torch's default) in both engines: dsbench's engine
+calls the registry's torch reference, DeepSpeed ``torch_adam``; each engine keeps its own
+collectives (dsbench: the fastest registry collectives here, DeepSpeed: its comm layer).
+``kernels=best`` runs each engine's fastest optimizer too (dsbench: the registry's best AdamW,
+torch's fused kernel on CPUs; DeepSpeed: its fused Adam on GPUs, torch's fused AdamW on CPUs,
+where DeepSpeed's own CPU Adam would need a JIT build).
 """
 
 from __future__ import annotations
@@ -73,8 +75,9 @@ def ds_config(params: dict, world: int) -> dict:
     }
 
 
-def best_kernels(device: str) -> dict[str, str]:
-    """The fastest registry implementation per op that really runs here (no interpreter)."""
+def best_kernels(device: str, optimizer: bool = True) -> dict[str, str]:
+    """The fastest registry implementation per op that really runs here (no interpreter);
+    ``optimizer=False`` leaves AdamW at the torch reference."""
     from dsbench.kernels import registry
 
     # Measured side by side with `dsbench run --filter 'allreduce|reduce_scatter|allgather'`:
@@ -82,7 +85,7 @@ def best_kernels(device: str) -> dict[str, str]:
     # while gloo's all-reduce is as fast as the ring; on NCCL/RCCL the native ones come first.
     gpu = device != "cpu"
     preference = {
-        "adamw": ["cuda", "triton", "torch"],
+        "adamw": ["cuda", "triton", "torch"] if optimizer else ["torch"],
         "allreduce": ["native", "ring"],
         "reduce_scatter": ["native", "ring"] if gpu else ["ring", "native"],
         "allgather": ["native", "ring"] if gpu else ["ring", "native"],
@@ -118,7 +121,7 @@ def _setup(params: dict, ctx: Context) -> Case:
         ds_config(params, world), world_size=world, warn=lambda m: None, for_engine=params["engine"]
     )
     best = params["kernels"] == "best"
-    kernels = best_kernels("cuda" if ctx.gpu else "cpu") if best else {}
+    kernels = best_kernels("cuda" if ctx.gpu else "cpu", optimizer=best)
     fused = True if best else None
     model = preset.build(gemm_impl=kernels.get("gemm"), seed=0, device=ctx.device)
     engine = build_engine(
