@@ -318,6 +318,18 @@ class ZeroEngine:
             live <= s.max_live_parameters
         )
 
+    def _keep_until_step(self) -> bool:
+        """Between the micro-steps of one accumulation, weights do not change: DeepSpeed's reuse
+        rule keeps gathered units for the next micro-step's forward when all of them fit within
+        max_reuse_distance and max_live_parameters. The optimizer step releases them (stale)."""
+        s = self.settings
+        total = sum(u.numel for u in self.units)
+        return (
+            not self._recording
+            and not self._boundary()
+            and total <= min(s.max_reuse_distance, s.max_live_parameters)
+        )
+
     def _post_forward(self, unit: _Bucket, output) -> None:
         """Release the unit (unless it is kept for its backward, see _keep_for_backward); it is
         gathered again when the gradient of its output arrives, just before its backward."""
@@ -416,7 +428,7 @@ class ZeroEngine:
                 b.grad.add_(g)
             else:
                 b.grad.copy_(g)
-            if b in self.units:
+            if b in self.units and not self._keep_until_step():
                 self._release(b)
 
         self._pending.append((handle, finish))
@@ -442,8 +454,9 @@ class ZeroEngine:
         self._drain()
         if self.units:
             self._recording = False
-            for unit in self.units:
-                self._release(unit)
+            if not self._keep_until_step():
+                for unit in self.units:
+                    self._release(unit)
 
     # ------------------------------------------------------------------ step
 
@@ -518,6 +531,7 @@ class ZeroEngine:
         """Copy the stepped fp32 masters into the compute-dtype parameters, gathering shards."""
         fp32 = self.dtype == torch.float32
         for u in self.units:
+            self._release(u)  # a gathered copy is stale now
             if not fp32:
                 u.shard.copy_(u.master)
         handles = []
