@@ -99,3 +99,28 @@ def checkpoint_run(payload, *, device, send):
     engine.destroy()
     if dist.get_rank() == 0:
         send({"losses": losses, "state": state})
+
+
+def overflow(payload, *, device, send):
+    settings = payload["settings"]
+    engine = ZeroEngine(make_model(seed=0), settings)
+    before = engine.full_state_dict()
+    scales, unchanged = [], None
+    for step in range(payload["steps"]):
+        x, y = batch(step, 0, dist.get_rank(), 4)
+        engine.backward(loss_fn(engine.module, x.half(), y.half()))
+        engine.step()
+        scales.append(settings.loss_scaler.scale)
+        if step == 0:
+            after = engine.full_state_dict()
+            unchanged = all(after[k].equal(before[k]) for k in before)
+    engine.destroy()
+    if dist.get_rank() == 0:
+        send(
+            {
+                "skipped": engine.skipped_steps,
+                "applied": engine.global_steps,
+                "scales": scales,
+                "unchanged_after_first_skip": unchanged,
+            }
+        )

@@ -4,7 +4,9 @@ consolidate into one fp32 state_dict."""
 import dataclasses
 
 import pytest
+import torch
 
+from dsbench.cli import main
 from dsbench.distributed import RankFailure, spawn_ranks
 from dsbench.zero.checkpoint import consolidate, read_meta
 from dsbench.zero.engine import ZeroSettings
@@ -47,7 +49,13 @@ def test_resume_gives_identical_losses(tmp_path, stage):
     assert (meta["world_size"], meta["stage"], meta["global_steps"]) == (2, stage, 2)
     merged = consolidate(tmp_path)
     assert merged.keys() == uninterrupted["state"].keys()
-    assert all(t.dtype.is_floating_point for t in merged.values())
+    assert all(t.dtype == torch.float32 for t in merged.values())
+    # the command writes the same state_dict, loadable without unpickling objects
+    out = tmp_path / "model_fp32.pt"
+    assert main(["zero-to-fp32", str(tmp_path), str(out)]) == 0
+    written = torch.load(out, weights_only=True)
+    assert all(written[k].equal(v) for k, v in merged.items())
+    assert main(["zero-to-fp32", str(tmp_path), str(out)]) == 2  # never overwrites
 
 
 def test_other_world_size_or_stage_is_refused(tmp_path):

@@ -14,6 +14,7 @@ import torch
 
 from dsbench.distributed import spawn_ranks
 from dsbench.zero.engine import ZeroSettings
+from dsbench.zero.loss_scaler import DynamicLossScaler
 
 pytestmark = pytest.mark.slow
 
@@ -42,6 +43,15 @@ FP32_CASES = (
 )
 BF16_CASES = [dataclasses.replace(BASE, stage=stage, dtype=torch.bfloat16) for stage in (0, 2, 3)]
 BF16_ATOL = 3e-2  # bf16 keeps 8 bits of mantissa: ~0.4% per rounding, over 3 steps of lr 1e-2
+FP16_CASES = [
+    dataclasses.replace(
+        BASE, stage=stage, dtype=torch.float16, loss_scaler=DynamicLossScaler(initial_scale_power=8)
+    )
+    for stage in (1, 3)
+]
+# fp16 keeps 11 bits, but its activations and loss-scaled gradients are rounded at every op of
+# the forward and backward: measured 1.0e-2 here; 2e-2 leaves room across torch versions
+FP16_ATOL = 2e-2
 
 
 def _run(world: int, cases: list[ZeroSettings], steps: int = 3) -> dict[int, dict]:
@@ -65,7 +75,7 @@ def _max_err(result: dict) -> float:
 
 @pytest.fixture(scope="module")
 def two_ranks():
-    return _run(2, FP32_CASES + BF16_CASES)
+    return _run(2, FP32_CASES + BF16_CASES + FP16_CASES)
 
 
 @pytest.mark.parametrize(
@@ -94,3 +104,33 @@ def test_three_ranks_uneven_shards():
     cases = [dataclasses.replace(BASE, stage=s, grad_accum=2, overlap_comm=True) for s in (1, 2, 3)]
     for result in _run(3, cases).values():
         assert _max_err(result) <= 1e-5
+
+
+@pytest.mark.parametrize(
+    "index", range(len(FP16_CASES)), ids=[f"fp16-stage{c.stage}" for c in FP16_CASES]
+)
+def test_fp16_with_dynamic_loss_scaling(two_ranks, index):
+    assert _max_err(two_ranks[len(FP32_CASES) + len(BF16_CASES) + index]) <= FP16_ATOL
+
+
+def test_fp16_overflow_skips_steps_and_lowers_the_scale():
+    """A 2**40 scale overflows fp16 gradients: those steps are skipped on every rank (weights
+    untouched), the scale halves after `hysteresis` overflows, then training proceeds."""
+    settings = dataclasses.replace(
+        BASE,
+        stage=2,
+        dtype=torch.float16,
+        loss_scaler=DynamicLossScaler(initial_scale_power=40, hysteresis=1, loss_scale_window=1000),
+    )
+    got = {}
+    spawn_ranks(
+        "tests._zero_workers:overflow",
+        2,
+        {"settings": settings, "steps": 30},
+        on_message=lambda rank, msg: got.update(msg),
+        timeout_s=300,
+    )
+    skipped, applied, scales = got["skipped"], got["applied"], got["scales"]
+    assert skipped >= 20 and applied >= 1 and skipped + applied == 30
+    assert scales[0] == 2.0**39 and scales == sorted(scales, reverse=True)
+    assert got["unchanged_after_first_skip"]

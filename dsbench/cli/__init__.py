@@ -18,6 +18,7 @@ VERBS: dict[str, str] = {
     "env": "report the environment (versions, devices, compilers, profile, kernels)",
     "profiles": "list hardware profiles or show one",
     "train": "train a model with a ds_config on dsbench's ZeRO engine or DeepSpeed",
+    "zero-to-fp32": "consolidate a ZeRO checkpoint into one fp32 state_dict",
     "kernels": "kernel implementations here; --compile-check builds the CUDA/HIP kernels for "
     "sm_80, sm_90 and gfx90a",
 }
@@ -38,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     sub.required = True
     for verb, help_text in VERBS.items():
-        module = importlib.import_module(f"dsbench.cli.{verb}")
+        module = importlib.import_module(f"dsbench.cli.{verb.replace('-', '_')}")
         p = sub.add_parser(verb, help=help_text, description=help_text)
         module.add_arguments(p)
         p.set_defaults(_module=module)
