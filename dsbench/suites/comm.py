@@ -108,30 +108,24 @@ def _metrics() -> tuple[Metric, ...]:
     )
 
 
-ALLREDUCE = Benchmark(
-    name="allreduce",
-    description="sum all-reduce over N local ranks; busbw = algbw x 2(n-1)/n",
-    grid=_grid,
-    setup=_make_setup("allreduce"),
-    metrics=_metrics(),
-    ranks_param="ranks",
-)
-REDUCE_SCATTER = Benchmark(
-    name="reduce_scatter",
-    description="sum reduce-scatter over N local ranks; S = input size; busbw = algbw x (n-1)/n",
-    grid=_grid,
-    setup=_make_setup("reduce_scatter"),
-    metrics=_metrics(),
-    ranks_param="ranks",
-)
+def _collective(name: str, description: str) -> Benchmark:
+    return Benchmark(
+        name=name,
+        description=description,
+        grid=_grid,
+        setup=_make_setup(name),
+        metrics=_metrics(),
+        ranks_param="ranks",
+    )
 
-ALLGATHER = Benchmark(
-    name="allgather",
-    description="all-gather over N local ranks; S = output size; busbw = algbw x (n-1)/n",
-    grid=_grid,
-    setup=_make_setup("allgather"),
-    metrics=_metrics(),
-    ranks_param="ranks",
-)
 
-BENCHMARKS = [ALLREDUCE, REDUCE_SCATTER, ALLGATHER]
+BENCHMARKS = [
+    _collective("allreduce", "sum all-reduce over N local ranks; busbw = algbw x 2(n-1)/n"),
+    _collective(
+        "reduce_scatter",
+        "sum reduce-scatter over N local ranks; S = input size; busbw = algbw x (n-1)/n",
+    ),
+    _collective(
+        "allgather", "all-gather over N local ranks; S = output size; busbw = algbw x (n-1)/n"
+    ),
+]

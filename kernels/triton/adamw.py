@@ -190,6 +190,59 @@ def _nonfinite_multi_kernel(
         tl.store(found_ptr, 1.0)
 
 
+@triton.jit
+def _adam_block(
+    p_ptr,
+    g_ptr,
+    m_ptr,
+    v_ptr,
+    offs,
+    mask,
+    t,
+    inv_scale,
+    lr,
+    beta1,
+    beta2,
+    one_minus_beta1,
+    one_minus_beta2,
+    log_beta1,
+    log_beta2,
+    eps,
+    weight_decay,
+    decay,
+    ADAMW: tl.constexpr,
+    HAS_SCALE: tl.constexpr,
+):
+    """Load one block of p, g, m, v, apply :func:`_adam_math`, store p, m, v (28 B/param)."""
+    p = tl.load(p_ptr + offs, mask=mask)
+    g = tl.load(g_ptr + offs, mask=mask)
+    m = tl.load(m_ptr + offs, mask=mask)
+    v = tl.load(v_ptr + offs, mask=mask)
+    p, m, v = _adam_math(
+        p,
+        g,
+        m,
+        v,
+        t,
+        inv_scale,
+        lr,
+        beta1,
+        beta2,
+        one_minus_beta1,
+        one_minus_beta2,
+        log_beta1,
+        log_beta2,
+        eps,
+        weight_decay,
+        decay,
+        ADAMW,
+        HAS_SCALE,
+    )
+    tl.store(p_ptr + offs, p, mask=mask)
+    tl.store(m_ptr + offs, m, mask=mask)
+    tl.store(v_ptr + offs, v, mask=mask)
+
+
 @triton.autotune(configs=_flat_configs(), key=["n"], restore_value=["p_ptr", "m_ptr", "v_ptr"])
 @triton.jit
 def _adamw_flat_kernel(
@@ -224,15 +277,13 @@ def _adamw_flat_kernel(
     offs = pid * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     t = tl.load(step_ptr)
-    p = tl.load(p_ptr + offs, mask=mask)
-    g = tl.load(g_ptr + offs, mask=mask)
-    m = tl.load(m_ptr + offs, mask=mask)
-    v = tl.load(v_ptr + offs, mask=mask)
-    p, m, v = _adam_math(
-        p,
-        g,
-        m,
-        v,
+    _adam_block(
+        p_ptr,
+        g_ptr,
+        m_ptr,
+        v_ptr,
+        offs,
+        mask,
         t,
         inv_scale,
         lr,
@@ -248,9 +299,6 @@ def _adamw_flat_kernel(
         ADAMW,
         HAS_SCALE,
     )
-    tl.store(p_ptr + offs, p, mask=mask)
-    tl.store(m_ptr + offs, m, mask=mask)
-    tl.store(v_ptr + offs, v, mask=mask)
 
 
 @triton.jit
@@ -297,15 +345,13 @@ def _adamw_multi_kernel(
     for lo in range(start, end, BLOCK):
         offs = lo + tl.arange(0, BLOCK)
         mask = offs < end
-        p = tl.load(p_ptr + offs, mask=mask)
-        g = tl.load(g_ptr + offs, mask=mask)
-        m = tl.load(m_ptr + offs, mask=mask)
-        v = tl.load(v_ptr + offs, mask=mask)
-        p, m, v = _adam_math(
-            p,
-            g,
-            m,
-            v,
+        _adam_block(
+            p_ptr,
+            g_ptr,
+            m_ptr,
+            v_ptr,
+            offs,
+            mask,
             t,
             inv_scale,
             lr,
@@ -321,9 +367,6 @@ def _adamw_multi_kernel(
             ADAMW,
             HAS_SCALE,
         )
-        tl.store(p_ptr + offs, p, mask=mask)
-        tl.store(m_ptr + offs, m, mask=mask)
-        tl.store(v_ptr + offs, v, mask=mask)
 
 
 # --------------------------------------------------------------------------------------------
