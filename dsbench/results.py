@@ -7,7 +7,10 @@ dsbench is reported in one line naming it and skipped; every other file still lo
 never modifies anything.
 
 asv's own result files (``results/asv/``, ``machine.json``, ``benchmarks.json``) live under the
-same root and are recognised and left to the asv reader.
+same root and are recognised and left to the asv reader (:mod:`dsbench.asv_results`), which
+turns each asv result file into a :class:`Run` of the same shape; ``load_runs(...,
+include_asv=True)`` returns both kinds. Claim files (``results/claims/``, published tables to
+check, not results) are left to :mod:`dsbench.publish.claims`.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ REQUIRED_RUN_FIELDS = {
 }
 REQUIRED_BENCH_FIELDS = {"id": str, "name": str, "params": dict, "status": str}
 ASV_DIR = "asv"
+CLAIMS_DIR = "claims"
 
 
 class ResultFileError(Exception):
@@ -215,10 +219,20 @@ def is_asv_file(path: Path, root: Path) -> bool:
     return (rel[0] == ASV_DIR) or path.name in ("machine.json", "benchmarks.json")
 
 
+def is_foreign_file(path: Path, root: Path) -> bool:
+    """Files under the results root that are not dsbench result files: asv's, and claims."""
+    return is_asv_file(path, root) or path.relative_to(root).parts[0] == CLAIMS_DIR
+
+
 def load_runs(
-    root: Path | str | None = None, warn: Callable[[str], None] | None = None
+    root: Path | str | None = None,
+    warn: Callable[[str], None] | None = None,
+    include_asv: bool = False,
 ) -> list[Run]:
-    """All dsbench runs under ``root``, oldest first. Bad files: one warning each, then skipped."""
+    """All dsbench runs under ``root``, oldest first. Bad files: one warning each, then skipped.
+
+    ``include_asv``: also asv's result files under ``root/asv`` (see :mod:`dsbench.asv_results`).
+    """
     import sys
 
     root = Path(root) if root is not None else default_results_dir()
@@ -227,11 +241,15 @@ def load_runs(
     if not root.is_dir():
         return runs
     for path in sorted(root.rglob("*.json")):
-        if path.name.startswith(".tmp-") or is_asv_file(path, root):
+        if path.name.startswith(".tmp-") or is_foreign_file(path, root):
             continue
         try:
             runs.append(read_run(path))
         except ResultFileError as exc:
             warn(f"skipping {exc}")
+    if include_asv and (root / ASV_DIR).is_dir():
+        from dsbench.asv_results import load_asv_runs
+
+        runs.extend(load_asv_runs(root / ASV_DIR, warn))
     runs.sort(key=lambda r: (r.created, r.id))
     return runs
