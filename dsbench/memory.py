@@ -41,6 +41,24 @@ def host_peak_rss() -> int | None:
     return _read_status_kib("VmHWM")
 
 
+def release_freed(device: str | torch.device = "cpu") -> None:
+    """Give memory freed by a finished case back to the system, so the next case's resident set
+    starts from the process's baseline rather than from what the last one left cached: Python's
+    garbage, glibc's free lists (``malloc_trim``), the device allocator's cache."""
+    import contextlib
+    import ctypes
+    import ctypes.util
+    import gc
+
+    gc.collect()
+    if torch.device(device).type == "cuda":
+        torch.cuda.empty_cache()
+    libc = ctypes.util.find_library("c")
+    if libc and "libc.so" in libc:
+        with contextlib.suppress(OSError, AttributeError):  # not glibc: nothing to trim
+            ctypes.CDLL(libc).malloc_trim(0)
+
+
 class PeakMemory:
     """Context manager measuring peak memory over its body.
 

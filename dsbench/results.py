@@ -6,6 +6,9 @@ step at a time, so old files keep working. A file that is corrupt, foreign or fr
 dsbench is reported in one line naming it and skipped; every other file still loads. Reading
 never modifies anything.
 
+Schema versions: 1, the first; 2 adds ``source``, the tool that measured the run (``dsbench`` or
+``asv``, :data:`SOURCES`).
+
 asv's own result files (``results/asv/``, ``machine.json``, ``benchmarks.json``) live under the
 same root and are recognised and left to the asv reader (:mod:`dsbench.asv_results`), which
 turns each asv result file into a :class:`Run` of the same shape; ``load_runs(...,
@@ -16,6 +19,7 @@ check, not results) are left to :mod:`dsbench.publish.claims`.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import socket
@@ -29,13 +33,28 @@ from pathlib import Path
 from dsbench.errors import UsageError
 
 SCHEMA = "dsbench-result"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 STATUSES = ("ok", "failed", "skipped")
+DIRECTIONS = ("higher", "lower")
+SOURCES = ("dsbench", "asv")
+"""Which tool measured a run (``doc["source"]``, schema 2 on): ``dsbench run`` writes
+``"dsbench"``; :mod:`dsbench.asv_results` gives the runs it converts from asv's files ``"asv"``.
+Publish groups, labels and links runs by it (an asv run's page points at asv's own)."""
 
-MIGRATIONS: dict[int, Callable[[dict], dict]] = {}
+
+def _v1_to_v2(doc: dict) -> dict:
+    """Schema 2 records which tool measured the run. Every version-1 file was written by
+    ``dsbench run`` (asv's results were never stored as dsbench files), so its source is dsbench.
+    """
+    doc.setdefault("source", "dsbench")
+    return doc
+
+
+MIGRATIONS: dict[int, Callable[[dict], dict]] = {1: _v1_to_v2}
 """``MIGRATIONS[v](doc)`` turns a version-``v`` document into a version ``v + 1`` one."""
 
 REQUIRED_RUN_FIELDS = {
+    "source": str,
     "run_id": str,
     "created": str,
     "machine": str,
@@ -44,6 +63,8 @@ REQUIRED_RUN_FIELDS = {
 }
 REQUIRED_BENCH_FIELDS = {"id": str, "name": str, "params": dict, "status": str}
 ASV_DIR = "asv"
+ASV_HTML_DIR = "asv-html"
+"""``asv publish`` writes its site here (``html_dir`` in asv.conf.json); its JSON is not ours."""
 CLAIMS_DIR = "claims"
 
 
@@ -114,6 +135,10 @@ def validate(doc: dict, where: str) -> None:
             raise ResultFileError(
                 f"{where}: field '{key}' should be {typ.__name__}, got {type(doc[key]).__name__}"
             )
+    if doc["source"] not in SOURCES:
+        raise ResultFileError(
+            f"{where}: source '{doc['source']}' is not one of {', '.join(SOURCES)}"
+        )
     for i, row in enumerate(doc["benchmarks"]):
         if not isinstance(row, dict):
             raise ResultFileError(f"{where}: benchmarks[{i}] is not an object")
@@ -127,6 +152,36 @@ def validate(doc: dict, where: str) -> None:
                 f"{where}: benchmarks[{i}] status '{row['status']}' is not one "
                 f"of {', '.join(STATUSES)}"
             )
+        if row["status"] == "ok":
+            _check_measurement(row, f"{where}: benchmarks[{i}]")
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _check_measurement(row: dict, where: str) -> None:
+    """An ``ok`` row carries what compare and publish compute with: a finite value, a
+    direction, the summary statistics and (if kept) numeric samples."""
+    from dsbench.stats import Summary
+
+    if not _is_number(row.get("value")):
+        raise ResultFileError(f"{where} is ok but 'value' is missing or not a finite number")
+    if row.get("direction") not in DIRECTIONS:
+        raise ResultFileError(
+            f"{where} direction '{row.get('direction')}' is not one of {', '.join(DIRECTIONS)}"
+        )
+    stats = row.get("stats")
+    if not isinstance(stats, dict):
+        raise ResultFileError(f"{where} is ok but 'stats' is missing or not an object")
+    for key in Summary.__dataclass_fields__:
+        if not (_is_number(stats.get(key)) or isinstance(stats.get(key), bool)):
+            raise ResultFileError(f"{where} stats '{key}' missing or not a finite number")
+    samples = row.get("samples")
+    if samples is not None and not (
+        isinstance(samples, list) and all(_is_number(x) for x in samples)
+    ):
+        raise ResultFileError(f"{where} 'samples' is not a list of finite numbers")
 
 
 def migrate(doc: dict, where: str) -> dict:
@@ -174,6 +229,11 @@ class Run:
         return self.doc["machine"]
 
     @property
+    def source(self) -> str:
+        """The tool that measured the run: one of :data:`SOURCES`."""
+        return self.doc["source"]
+
+    @property
     def benchmarks(self) -> dict[str, dict]:
         return {row["id"]: row for row in self.doc["benchmarks"]}
 
@@ -205,6 +265,8 @@ def read_run(path: Path | str) -> Run:
         raise ResultFileError(f"{path}: cannot read: {exc}") from None
     except json.JSONDecodeError as exc:
         raise ResultFileError(f"{path}: corrupt JSON ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:
+        raise ResultFileError(f"{path}: corrupt JSON (nested too deeply)") from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise ResultFileError(f'{path}: not a dsbench result file (no "schema": "{SCHEMA}")')
     original = doc.get("schema_version")
@@ -214,9 +276,9 @@ def read_run(path: Path | str) -> Run:
 
 
 def is_asv_file(path: Path, root: Path) -> bool:
-    """asv's results (handled by the asv reader, not here)."""
+    """asv's results (handled by the asv reader, not here) and the site ``asv publish`` made."""
     rel = path.relative_to(root).parts
-    return (rel[0] == ASV_DIR) or path.name in ("machine.json", "benchmarks.json")
+    return rel[0] in (ASV_DIR, ASV_HTML_DIR) or path.name in ("machine.json", "benchmarks.json")
 
 
 def is_foreign_file(path: Path, root: Path) -> bool:

@@ -19,9 +19,10 @@ import torch
 
 from dsbench import results
 from dsbench.errors import UsageError
+from dsbench.memory import release_freed
 from dsbench.stats import summarize
 from dsbench.suites import BENCHMARKS, Benchmark, Case, Context, Skip, case_id
-from dsbench.timing import Measurement, TimingConfig, measure
+from dsbench.timing import Measurement, TimingConfig, measure, merge
 
 if TYPE_CHECKING:
     from dsbench.hardware import Profile
@@ -31,7 +32,10 @@ TIMING = {
     "quick": TimingConfig(warmup_s=0.1, min_reps=15, max_reps=300, budget_s=2.0),
     "full": TimingConfig(warmup_s=0.2, min_reps=20, max_reps=1000, budget_s=3.0),
     "inference": TimingConfig(warmup_s=0.2, min_reps=20, max_reps=2000, budget_s=2.0),
-    "training": TimingConfig(warmup_s=0.3, min_warmup=3, min_reps=10, max_reps=200, budget_s=3.0),
+    # Training: dsbench's engine and DeepSpeed's alternate in 3 rounds (Benchmark.interleave).
+    "training": TimingConfig(
+        warmup_s=0.3, min_warmup=3, min_reps=12, max_reps=240, budget_s=4.5, rounds=3
+    ),
 }
 
 
@@ -190,52 +194,110 @@ def run_case(
             torch.cuda.empty_cache()
 
 
-def rank_worker(payload: dict, *, device: str, send: Callable) -> None:
-    """Runs on every spawned rank: each case is set up and timed on all ranks together; rank 0
-    sends the row (samples are the slowest rank's, memory the largest rank's)."""
+def _setup_everywhere(
+    bench: Benchmark, params: dict, ctx: Context
+) -> tuple[Case | None, dict | None]:
+    """Set the case up on every rank: (case, None), or (None, a skipped/failed row naming the
+    first rank whose setup failed) when any rank could not, so that no rank starts timing alone."""
     import torch.distributed as dist
 
+    try:
+        case, problem = bench.setup(params, ctx), None
+    except Exception as exc:
+        case, problem = None, exc
+    problems: list = [None] * ctx.world_size
+    dist.all_gather_object(
+        problems,
+        None
+        if problem is None
+        else (
+            "skipped" if isinstance(problem, Skip) else "failed",
+            str(problem) if isinstance(problem, Skip) else _error_text(problem),
+        ),
+    )
+    bad = [(r, p) for r, p in enumerate(problems) if p is not None]
+    if not bad:
+        return case, None
+    if case is not None and case.teardown is not None:
+        case.teardown()
+    rank, (status, msg) = bad[0]
+    return None, status_row(
+        bench, params, status, msg if status == "skipped" else f"rank {rank}: {msg}"
+    )
+
+
+def _released(*args) -> None:
+    raise RuntimeError("this case was torn down after timing")
+
+
+def interleaved_groups(bench: Benchmark, cases: list[dict], rounds: int) -> list[list[int]]:
+    """Indices of ``cases`` in groups timed together: cases equal but for ``bench.interleave``
+    parameters, when there are several rounds; otherwise one case per group."""
+    if rounds <= 1 or not bench.interleave:
+        return [[i] for i in range(len(cases))]
+    groups: dict[tuple, list[int]] = {}
+    for i, params in enumerate(cases):
+        key = tuple(sorted((k, str(v)) for k, v in params.items() if k not in bench.interleave))
+        groups.setdefault(key, []).append(i)
+    return list(groups.values())
+
+
+def rank_worker(payload: dict, *, device: str, send: Callable) -> None:
+    """Runs on every spawned rank: each case is set up and timed on all ranks together; rank 0
+    sends the row (samples are the slowest rank's, memory the largest rank's).
+
+    Cases of one interleaved group (see ``Benchmark.interleave``) are timed in rounds, A B then
+    B A and so on, each round a fresh setup with a share of the budget; their samples are pooled
+    (:func:`dsbench.timing.merge`). Memory is then the largest of the rounds' peaks."""
+    import warnings
+
+    import torch.distributed as dist
+
+    # torch 2.13 renamed the tensor collectives DeepSpeed's comm layer calls; once per step each
+    warnings.filterwarnings("ignore", r".*is deprecated\. Please use .*_single", FutureWarning)
     bench = BENCHMARKS[payload["benchmark"]]
     ctx = dataclasses.replace(
         payload["ctx"], device=device, rank=dist.get_rank(), world_size=dist.get_world_size()
     )
-    for index, params in enumerate(payload["cases"]):
-        try:
-            case, problem = bench.setup(params, ctx), None
-        except Exception as exc:
-            case, problem = None, exc
-        problems: list = [None] * ctx.world_size
-        dist.all_gather_object(
-            problems,
-            None
-            if problem is None
-            else (
-                "skipped" if isinstance(problem, Skip) else "failed",
-                str(problem) if isinstance(problem, Skip) else _error_text(problem),
-            ),
-        )
-        bad = [(r, p) for r, p in enumerate(problems) if p is not None]
-        if bad:
-            rank, (status, msg) = bad[0]
-            row = status_row(
-                bench, params, status, msg if status == "skipped" else f"rank {rank}: {msg}"
+    cases, config = payload["cases"], payload["config"]
+    for group in interleaved_groups(bench, cases, config.rounds):
+        rounds = config.rounds if len(group) > 1 else 1
+        round_config = config.per_round() if rounds > 1 else config
+        parts: dict[int, list[Measurement]] = {i: [] for i in group}
+        counted: dict[int, Case] = {}
+        final: dict[int, dict] = {}
+        for r in range(rounds):
+            for index in group if r % 2 == 0 else group[::-1]:
+                if index in final:
+                    continue
+                case, row = _setup_everywhere(bench, cases[index], ctx)
+                if row is not None:
+                    final[index] = row
+                    continue
+                try:
+                    parts[index].append(
+                        measure(
+                            case.fn,
+                            device=ctx.torch_device,
+                            args=case.args,
+                            config=round_config,
+                            distributed=True,
+                        )
+                    )
+                finally:
+                    if case.teardown is not None:
+                        case.teardown()
+                # keep what the row needs, not the callable (it holds the model and engine)
+                counted[index] = Case(fn=_released, work=case.work, notes=case.notes)
+                del case
+                release_freed(ctx.device)
+        for index in group:
+            row = final.get(index) or ok_row(
+                bench, cases[index], counted[index], merge(parts[index]), payload["profile"]
             )
-        else:
-            try:
-                m = measure(
-                    case.fn,
-                    device=ctx.torch_device,
-                    args=case.args,
-                    config=payload["config"],
-                    distributed=True,
-                )
-            finally:
-                if case.teardown is not None:
-                    case.teardown()
-            row = ok_row(bench, params, case, m, payload["profile"])
-        if ctx.rank == 0:
-            send((index, row))
-        del case
+            if ctx.rank == 0:
+                send((index, row))
+        counted.clear()
 
 
 def run_distributed(
@@ -278,7 +340,7 @@ def run_distributed(
             "profile": profile,
             "config": config,
         }
-        budget = 120 + len(group) * (config.budget_s * 3 + 30)
+        budget = 120 + len(group) * (config.budget_s * 3 + 30 * max(1, config.rounds))
         try:
             spawn_ranks(
                 "dsbench.runner:rank_worker",
@@ -338,6 +400,7 @@ def new_run_doc(
     return {
         "schema": results.SCHEMA,
         "schema_version": results.SCHEMA_VERSION,
+        "source": "dsbench",
         "run_id": results.new_run_id(started),
         "created": started.isoformat(timespec="seconds"),
         "finished": finished.isoformat(timespec="seconds"),

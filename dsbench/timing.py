@@ -48,6 +48,21 @@ class TimingConfig:
     flush_l2: bool = True
     """GPU only: flush L2 before each repetition."""
     level: float = 0.99
+    rounds: int = 1
+    """Multi-rank benchmarks with ``Benchmark.interleave``: rounds of alternating cases, each
+    with ``budget_s / rounds`` and ``max_reps / rounds`` (see :func:`merge`)."""
+
+    def per_round(self) -> TimingConfig:
+        import dataclasses
+
+        n = max(1, self.rounds)
+        return dataclasses.replace(
+            self,
+            budget_s=self.budget_s / n,
+            max_reps=max(1, math.ceil(self.max_reps / n)),
+            min_reps=max(1, math.ceil(self.min_reps / n)),
+            rounds=1,
+        )
 
 
 @dataclass(kw_only=True)
@@ -61,6 +76,7 @@ class Measurement:
     timer: str = "perf_counter"
     l2_flushed: bool = False
     ranks: int = 1
+    rounds: int = 1
 
     def to_dict(self) -> dict:
         return {
@@ -72,7 +88,26 @@ class Measurement:
             "timer": self.timer,
             "l2_flushed": self.l2_flushed,
             "ranks": self.ranks,
+            "rounds": self.rounds,
         }
+
+
+def merge(parts: list[Measurement], level: float = 0.99) -> Measurement:
+    """One measurement from the rounds of one case (interleaved with other cases): samples
+    pooled (each round warmed up on its own), memory the largest of the rounds'."""
+    samples = [s for m in parts for s in m.samples]
+    first = parts[0]
+    return Measurement(
+        samples=samples,
+        summary=summarize(samples, level),
+        memory=max_over([m.memory for m in parts]),
+        warmup_reps=sum(m.warmup_reps for m in parts),
+        rotations=first.rotations,
+        timer=first.timer,
+        l2_flushed=first.l2_flushed,
+        ranks=first.ranks,
+        rounds=sum(m.rounds for m in parts),
+    )
 
 
 @functools.cache

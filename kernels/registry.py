@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -30,7 +31,12 @@ OPS: dict[str, str] = {
     "allgather": "all-gather into one tensor over the process group",
 }
 
-PLUGINS = ("dsbench.kernels.triton", "dsbench.kernels.cuda", "dsbench.kernels.ring")
+PLUGINS = (
+    "dsbench.kernels.triton",
+    "dsbench.kernels.cuda",
+    "dsbench.kernels.ring",
+    "dsbench.kernels.shm",
+)
 """Modules that register more implementations when imported (must import cheaply)."""
 
 
@@ -98,6 +104,16 @@ def _load_plugins() -> None:
         except ModuleNotFoundError as exc:
             if exc.name != module:  # the family exists but is broken: say so loudly
                 raise
+
+
+def release_workspaces() -> None:
+    """Drop what implementations keep between calls (the ``shm`` collectives' shared mapping):
+    engines call this when they are destroyed, without knowing which implementations they used.
+    The next call sets its workspace up again."""
+    for module in PLUGINS:
+        release = getattr(sys.modules.get(module), "release_workspaces", None)
+        if release is not None:
+            release()
 
 
 def register(impl: Impl) -> Impl:

@@ -390,24 +390,26 @@ def _ring(
         processed += 1
 
 
-def _check_reducible(op: str, tensor: torch.Tensor) -> None:
+def _check_reducible(op: str, tensor: torch.Tensor, impl: str = "ring") -> None:
     name = str(tensor.dtype).removeprefix("torch.")
     if name not in _REDUCE_DTYPES:
         raise TypeError(
-            f"ring {op}: dtype {name} is not supported (reductions run in fp32 via reduce_add); "
+            f"{impl} {op}: dtype {name} is not supported (reductions run in fp32 via reduce_add); "
             f"use one of {', '.join(_REDUCE_DTYPES)} or the native implementation"
         )
 
 
-def _check_pair(op: str, part, whole, n: int, whole_name: str, part_name: str) -> None:
+def _check_pair(
+    op: str, part, whole, n: int, whole_name: str, part_name: str, impl: str = "ring"
+) -> None:
     if part.dtype != whole.dtype or part.device != whole.device:
         raise ValueError(
-            f"ring {op}: {whole_name} and {part_name} must share dtype and device, got "
+            f"{impl} {op}: {whole_name} and {part_name} must share dtype and device, got "
             f"{whole.dtype} on {whole.device} and {part.dtype} on {part.device}"
         )
     if whole.numel() != n * part.numel():
         raise ValueError(
-            f"ring {op}: {whole_name} must have world_size ({n}) x {part_name}.numel() elements, "
+            f"{impl} {op}: {whole_name} must have world_size ({n}) x {part_name}.numel() elements, "
             f"got {whole.numel()} and {part.numel()}"
         )
 

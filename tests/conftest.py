@@ -52,6 +52,7 @@ def make_doc(run_id: str, created: str, rows, *, label=None, env=None, machine="
     return {
         "schema": results.SCHEMA,
         "schema_version": results.SCHEMA_VERSION,
+        "source": "dsbench",
         "run_id": run_id,
         "created": created,
         "machine": machine,

@@ -44,21 +44,24 @@ def test_invalid_doc_is_refused_before_writing(tmp_path):
     assert not any(tmp_path.rglob("*.json"))
 
 
-def test_migration_from_an_older_schema(tmp_path, monkeypatch):
-    # Pretend the current schema is 2 and that version 2 renamed 'machine' from 'host'.
-    def v1_to_v2(doc):
+def test_migration_chain_to_a_future_schema(tmp_path, monkeypatch):
+    # Pretend the current schema is 3 and that version 3 renamed 'machine' from 'host'; a
+    # version-1 file goes through the real 1 -> 2 step, then this one.
+    def v2_to_v3(doc):
         doc["machine"] = doc.pop("host")
         return doc
 
     old = _doc()
     old["host"] = old.pop("machine")
+    del old["source"]
+    old["schema_version"] = 1
     path = write_json(tmp_path / "old.json", old)
     raw = path.read_bytes()
-    monkeypatch.setattr(results, "SCHEMA_VERSION", 2)
-    monkeypatch.setitem(results.MIGRATIONS, 1, v1_to_v2)
+    monkeypatch.setattr(results, "SCHEMA_VERSION", 3)
+    monkeypatch.setitem(results.MIGRATIONS, 2, v2_to_v3)
     run = results.read_run(path)
     assert run.migrated_from == 1
-    assert run.doc["schema_version"] == 2 and run.machine == "testbox"
+    assert run.doc["schema_version"] == 3 and run.machine == "testbox" and run.source == "dsbench"
     assert path.read_bytes() == raw, "reading must not modify the file"
 
 
@@ -68,10 +71,90 @@ def test_newer_schema_and_missing_migration_are_named(tmp_path, monkeypatch):
     p = write_json(tmp_path / "newer.json", newer)
     with pytest.raises(results.ResultFileError, match=r"newer.json: schema version .* is newer"):
         results.read_run(p)
-    old = write_json(tmp_path / "old.json", _doc())  # version 1
-    monkeypatch.setattr(results, "SCHEMA_VERSION", 3)
-    with pytest.raises(results.ResultFileError, match="no migration from schema version 1"):
+    old = write_json(tmp_path / "old.json", _doc())  # the current version, 2
+    monkeypatch.setattr(results, "SCHEMA_VERSION", 4)
+    with pytest.raises(results.ResultFileError, match="no migration from schema version 2"):
         results.read_run(old)
+
+
+def _v1(doc: dict) -> dict:
+    """``doc`` as a schema-1 file had it: no ``source``."""
+    doc = dict(doc, schema_version=1)
+    del doc["source"]
+    return doc
+
+
+def test_v1_files_load_as_v2_with_source_dsbench(tmp_path):
+    path = write_json(tmp_path / "m" / "v1.json", _v1(_doc()))
+    raw = path.read_bytes()
+    run = results.read_run(path)
+    assert run.migrated_from == 1
+    assert run.doc["schema_version"] == results.SCHEMA_VERSION == 2
+    assert run.source == run.doc["source"] == "dsbench"
+    assert path.read_bytes() == raw, "reading must not modify the file"
+    assert [r.source for r in results.load_runs(tmp_path, warn=pytest.fail)] == ["dsbench"]
+
+
+def test_committed_v1_results_migrate(tmp_path):
+    """The reference runs in results/ were written as schema 1; they still load, unchanged."""
+    from pathlib import Path
+
+    root = Path(__file__).parents[1] / "results"
+    files = sorted(p for p in root.glob("*/*.json") if not results.is_foreign_file(p, root))
+    assert files, "no committed result files"
+    raw = {p: p.read_bytes() for p in files}
+    runs = [results.read_run(p) for p in files]
+    assert {r.source for r in runs} == {"dsbench"}
+    assert all(r.doc["schema_version"] == results.SCHEMA_VERSION for r in runs)
+    assert raw == {p: p.read_bytes() for p in files}
+
+
+def test_new_runs_are_written_as_v2_with_their_source(tmp_path):
+    path = results.write_run(_doc(), root=tmp_path)
+    on_disk = json.loads(path.read_text())
+    assert (on_disk["schema_version"], on_disk["source"]) == (2, "dsbench")
+    assert results.read_run(path).migrated_from is None
+
+
+def test_runner_writes_the_current_schema_and_source():
+    from datetime import UTC, datetime
+
+    from dsbench import hardware, runner
+
+    doc = runner.new_run_doc(
+        suite="smoke",
+        label=None,
+        env={},
+        profile=hardware.get_profile("h100-sxm"),
+        rows=[],
+        started=datetime.now(UTC),
+        argv=[],
+    )
+    assert (doc["schema_version"], doc["source"]) == (results.SCHEMA_VERSION, "dsbench")
+    results.validate(doc, "<new run>")
+
+
+@pytest.mark.parametrize(
+    ("source", "why"),
+    [("excel", "source 'excel' is not one of dsbench, asv"), (None, "field 'source' should be")],
+)
+def test_v2_source_is_checked(tmp_path, source, why):
+    doc = _doc()
+    doc["source"] = source
+    with pytest.raises(results.ResultFileError, match=why):
+        results.read_run(write_json(tmp_path / "bad.json", doc))
+    del doc["source"]  # a version-2 file must carry it; only version 1 is given a default
+    with pytest.raises(results.ResultFileError, match="missing field 'source'"):
+        results.read_run(write_json(tmp_path / "none.json", doc))
+
+
+def test_asv_publish_output_is_not_read_as_results(tmp_path):
+    write_json(tmp_path / "asv-html" / "graphs" / "summary" / "x.json", {"a": 1})
+    write_json(tmp_path / "asv-html" / "index.json", {"benchmarks": {}})
+    results.write_run(_doc(), root=tmp_path)
+    warnings: list[str] = []
+    assert len(results.load_runs(tmp_path, warn=warnings.append)) == 1
+    assert warnings == []
 
 
 def test_loader_skips_bad_files_with_one_line_each(tmp_path):
@@ -113,10 +196,51 @@ def test_loader_skips_bad_files_with_one_line_each(tmp_path):
 
 def test_json_written_is_strict(tmp_path):
     doc = _doc()
-    doc["benchmarks"][0]["value"] = float("nan")
+    doc["benchmarks"][0]["value"] = float("nan")  # refused by validation, naming the field
+    with pytest.raises(results.ResultFileError, match="'value' is missing or not a finite"):
+        results.write_run(doc, root=tmp_path)
+    doc = _doc()
+    doc["benchmarks"][0]["memory"] = {"peak": float("nan")}  # refused by the strict encoder
     with pytest.raises(ValueError):
         results.write_run(doc, root=tmp_path)
+    assert not any(tmp_path.rglob("*.json"))
     assert (
         json.loads(results.write_run(_doc(), root=tmp_path).read_text())["schema"]
         == "dsbench-result"
     )
+
+
+@pytest.mark.parametrize(
+    ("damage", "why"),
+    [
+        (lambda r: r.pop("value"), "is ok but 'value' is missing or not a finite number"),
+        (lambda r: r.update(value="12"), "is ok but 'value' is missing or not a finite number"),
+        (lambda r: r.update(direction="up"), "direction 'up' is not one of higher, lower"),
+        (lambda r: r.pop("stats"), "is ok but 'stats' is missing"),
+        (lambda r: r["stats"].pop("ci_low"), "stats 'ci_low' missing or not a finite number"),
+        (lambda r: r.update(samples=[1.0, "x"]), "'samples' is not a list of finite numbers"),
+    ],
+)
+def test_ok_rows_carry_what_compare_and_publish_use(tmp_path, damage, why):
+    """A file whose ok row lacks its numbers is named and skipped, like a corrupt one."""
+    good = results.write_run(_doc("20261130T000001Z-aaaaaa"), root=tmp_path)
+    doc = _doc("20261130T000002Z-bbbbbb")
+    damage(doc["benchmarks"][0])
+    write_json(tmp_path / "testbox" / "damaged.json", doc)
+    warnings: list[str] = []
+    assert [r.path for r in results.load_runs(tmp_path, warn=warnings.append)] == [good]
+    assert len(warnings) == 1 and "damaged.json: benchmarks[0]" in warnings[0]
+    assert why in warnings[0]
+    # failed and skipped rows carry no numbers and need none
+    doc = _doc("20261130T000003Z-cccccc")
+    doc["benchmarks"][0] = {"id": "x", "name": "x", "params": {}, "status": "failed", "error": "e"}
+    results.validate(doc, "<doc>")
+
+
+def test_too_deeply_nested_file_is_named_and_skipped(tmp_path):
+    good = results.write_run(_doc(), root=tmp_path)
+    deep = tmp_path / "testbox" / "deep.json"
+    deep.write_text('{"schema": "dsbench-result", "x": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    warnings: list[str] = []
+    assert [r.path for r in results.load_runs(tmp_path, warn=warnings.append)] == [good]
+    assert warnings == [f"skipping {deep}: corrupt JSON (nested too deeply)"]

@@ -70,3 +70,70 @@ def test_filter_is_a_regex_over_case_ids(only_toy):
     ]
     with pytest.raises(Exception, match="not a valid regular expression"):
         runner.plan("smoke", ctx, "(")
+
+
+def test_interleaved_groups_pair_cases_that_differ_only_in_the_interleaved_parameter():
+    bench = Benchmark(
+        name="pair",
+        description="",
+        grid=lambda suite, ctx: {},
+        setup=_setup,
+        metrics=TOY.metrics,
+        ranks_param="ranks",
+        interleave=("engine",),
+    )
+    cases = [
+        {"engine": "x", "stage": 1, "ranks": 2},
+        {"engine": "y", "stage": 1, "ranks": 2},
+        {"engine": "x", "stage": 2, "ranks": 2},
+        {"engine": "y", "stage": 2, "ranks": 2},
+        {"engine": "x", "stage": 3, "ranks": 2},
+    ]
+    assert runner.interleaved_groups(bench, cases, rounds=3) == [[0, 1], [2, 3], [4]]
+    assert runner.interleaved_groups(bench, cases, rounds=1) == [[i] for i in range(5)]
+    assert runner.interleaved_groups(TOY, cases, rounds=3) == [[i] for i in range(5)]
+
+
+@pytest.mark.slow
+def test_interleaved_cases_alternate_in_rounds_and_pool_their_samples():
+    """Two sides of each case are set up a b, b a, a b (fresh setup per round), every rank does
+    the same, and each row pools the rounds' samples and says how many rounds it had."""
+    from dsbench.distributed import spawn_ranks
+    from dsbench.hardware import get_profile
+    from dsbench.suites.base import Context
+    from dsbench.timing import TimingConfig
+
+    cases = [
+        {"side": s, "size": n, "ranks": 2} for n in (8, 16) for s in ("a", "b")
+    ]  # fmt: skip
+    config = TimingConfig(
+        warmup_s=0.0, min_warmup=1, min_reps=6, max_reps=12, budget_s=0.05, rounds=3
+    )
+    payload = {
+        "benchmark": "two_sided",
+        "cases": cases,
+        "ctx": Context(suite="smoke"),
+        "profile": get_profile("cpu"),
+        "config": config,
+    }
+    got = {}
+    spawn_ranks(
+        "tests._interleave_workers:run",
+        2,
+        payload,
+        on_message=lambda rank, msg: got.__setitem__(rank, msg),
+        timeout_s=120,
+    )
+    assert got[0]["setups"] == got[1]["setups"] == [
+        "a8", "b8", "b8", "a8", "a8", "b8", "a16", "b16", "b16", "a16", "a16", "b16"
+    ]  # fmt: skip
+    assert got[1]["rows"] == []  # only rank 0 sends rows
+    rows = dict(got[0]["rows"])
+    assert sorted(rows) == [0, 1, 2, 3]
+    for index, row in rows.items():
+        assert row["status"] == "ok", row
+        assert row["params"] == cases[index]
+        assert row["timing"]["rounds"] == 3
+        assert row["timing"]["warmup_reps"] >= 3  # each round warms up on its own
+        assert len(row["timing"]["samples"]) >= 3 * 2  # per round: min_reps / rounds = 2
+        assert row["notes"] == {"side": cases[index]["side"]}

@@ -15,6 +15,7 @@ from dsbench.errors import UsageError
 VERBS: dict[str, str] = {
     "run": "run benchmark suites and write a result file",
     "compare": "compare two runs, direction- and significance-aware",
+    "publish": "build a static, offline HTML site from all results (dsbench's and asv's)",
     "env": "report the environment (versions, devices, compilers, profile, kernels)",
     "profiles": "list hardware profiles or show one",
     "train": "train a model with a ds_config on dsbench's ZeRO engine or DeepSpeed",

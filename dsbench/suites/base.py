@@ -120,7 +120,15 @@ class Benchmark:
     """The first is the primary metric (the one compare ranks changes by)."""
     ranks_param: str | None = None
     """For multi-rank benchmarks, the parameter holding the number of ranks to spawn."""
+    interleave: tuple[str, ...] = ()
+    """Multi-rank benchmarks: cases that differ only in these parameters (e.g. ``engine``) are
+    timed in alternating rounds (A B, B A, ...; ``TimingConfig.rounds``) inside one launch, so
+    that a drift in machine load falls on both sides of their ratio alike."""
     suites: tuple[str, ...] = ("smoke", "quick", "full")
+    work_of: Callable[[dict, Context], Work] | None = None
+    """``work_of(params, ctx)`` -> the :class:`Work` one call of the case does, counted without
+    allocating anything (``setup`` returns the same, from the same function). Publish uses it
+    to model cases no result file holds yet; None where the count needs the case built."""
 
     @property
     def primary(self) -> Metric:

@@ -45,11 +45,38 @@ def _grid(suite: str, ctx: Context) -> dict[str, list]:
         "full": [2**k for k in range(16, 31, 2)] if ctx.gpu else [2**k for k in range(16, 29, 2)],
     }[suite]
     return {
-        "impl": ["native", "ring"],
+        # shm moves host memory between ranks of one host: a CPU implementation only.
+        "impl": ["native", "ring"] + ([] if ctx.gpu else ["shm"]),
         "ranks": _ranks(suite, ctx),
         "dtype": ["float32"],
         "size": sizes,
     }
+
+
+#: Ring steps (sends per rank) of each collective over n ranks (nccl-tests, NCCL's tuning model).
+RING_STEPS = {
+    "allreduce": lambda n: 2 * (n - 1),
+    "reduce_scatter": lambda n: n - 1,
+    "allgather": lambda n: n - 1,
+}
+FACTORS = {
+    "allreduce": allreduce_factor,
+    "reduce_scatter": reduce_scatter_factor,
+    "allgather": reduce_scatter_factor,
+}
+
+
+def collective_work(op: str, size: int, n: int) -> Work:
+    """S = ``size`` bytes (reduce-scatter: the input, all-gather: the output); bytes each rank
+    sends = S x bus factor."""
+    return Work(wire_bytes=size, busbw_factor=FACTORS[op](n))
+
+
+def _make_work(op: str):
+    def work_of(params: dict, ctx: Context) -> Work:
+        return collective_work(op, params["size"], params["ranks"])
+
+    return work_of
 
 
 def _make_setup(op: str):
@@ -71,17 +98,18 @@ def _make_setup(op: str):
         g = torch.Generator(device=device).manual_seed(1 + ctx.rank)
         data = (1 + torch.rand(size // elt, device=device, generator=g)).to(dtype)
         if op == "allreduce":
-            args, factor = [(data,)], allreduce_factor(n)
+            args = [(data,)]
         elif op == "reduce_scatter":
             out = torch.empty(size // elt // n, device=device, dtype=dtype)
-            args, factor = [(out, data)], reduce_scatter_factor(n)
+            args = [(out, data)]
         else:  # allgather: S is the gathered (output) size
-            args, factor = [(data, data[: size // elt // n].clone())], reduce_scatter_factor(n)
+            args = [(data, data[: size // elt // n].clone())]
+        work = collective_work(op, size, n)
         return Case(
             fn=fn,
             args=args,
-            work=Work(wire_bytes=size, busbw_factor=factor),
-            notes={"count": size // elt, "busbw_factor": factor},
+            work=work,
+            notes={"count": size // elt, "busbw_factor": work.busbw_factor},
         )
 
     return setup
@@ -114,6 +142,7 @@ def _collective(name: str, description: str) -> Benchmark:
         description=description,
         grid=_grid,
         setup=_make_setup(name),
+        work_of=_make_work(name),
         metrics=_metrics(),
         ranks_param="ranks",
     )

@@ -50,6 +50,13 @@ def _grid(suite: str, ctx: Context) -> dict[str, list]:
     return {"impl": impl_choices("gemm", suite, ctx), "dtype": dtypes, "size": sizes}
 
 
+def _work(params: dict, ctx: Context) -> Work:
+    """2·n³ FLOPs; bytes: A and B read once, C written once (3·n²·element size), the least
+    traffic a square GEMM can move."""
+    n, elt = params["size"], torch.finfo(getattr(torch, params["dtype"])).bits // 8
+    return Work(flops=2.0 * n * n * n, bytes=3.0 * n * n * elt)
+
+
 def _setup(params: dict, ctx: Context) -> Case:
     impl = registry.get("gemm", params["impl"])
     ok, why = impl.available("cuda" if ctx.gpu else "cpu")
@@ -68,9 +75,7 @@ def _setup(params: dict, ctx: Context) -> Case:
     if not ctx.gpu:
         best, why = cpu_gemm_dtype(ctx.cpu_flags)
         notes["dtype_reason"] = why if params["dtype"] == best else "fp32 for reference"
-    return Case(
-        fn=gemm, args=sets, work=Work(flops=2.0 * n * n * n, bytes=3.0 * n * n * elt), notes=notes
-    )
+    return Case(fn=gemm, args=sets, work=_work(params, ctx), notes=notes)
 
 
 GEMM = Benchmark(
@@ -78,6 +83,7 @@ GEMM = Benchmark(
     description="dense square GEMM C = A @ B with the vendor library; TFLOP/s = 2MNK / t",
     grid=_grid,
     setup=_setup,
+    work_of=_work,
     metrics=(
         Metric(
             name="throughput",

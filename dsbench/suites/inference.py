@@ -8,7 +8,9 @@
 
 FLOPs are 2·N per token (forward only; attention's T-dependent terms excluded), so
 TFLOP/s is comparable with the profile's dense peak; decode at small batch is memory-bound and
-reaches a small fraction of it by nature.
+reaches a small fraction of it by nature. Bytes are the weights, read once per forward pass
+(N x element size): a lower bound on the traffic, since KV-cache and activation reads and
+writes are not counted.
 """
 
 from __future__ import annotations
@@ -26,6 +28,18 @@ def _grid(suite: str, ctx: Context) -> dict[str, list]:
                 "dtype": ["bfloat16"]}  # fmt: skip
     return {"model": ["gpt-tiny", "gpt-mini"], "batch": [1, 8], "prompt": [64],
             "dtype": ["float32"]}  # fmt: skip
+
+
+def _work(params: dict, ctx: Context, *, decode: bool) -> Work:
+    """One prefill of the prompt (B·T0 tokens) or one decode step (B tokens), counted from the
+    preset's parameter count (built on the meta device: nothing is allocated)."""
+    from dsbench.models import get_model
+
+    n = get_model(params["model"]).num_params()
+    weight_bytes = n * torch.finfo(getattr(torch, params["dtype"])).bits // 8
+    tokens = params["batch"] * (1 if decode else params["prompt"])
+    return Work(tokens=tokens, items=1 if decode else 0, flops=2.0 * n * tokens,
+                bytes=weight_bytes)  # fmt: skip
 
 
 def _model_and_prompt(params: dict, ctx: Context):
@@ -51,8 +65,7 @@ def _prefill_setup(params: dict, ctx: Context) -> Case:
         cache.reset()
         prefill(model, prompt, cache)
 
-    tokens = params["batch"] * params["prompt"]
-    return Case(fn=fn, work=Work(tokens=tokens, flops=2.0 * preset.num_params() * tokens),
+    return Case(fn=fn, work=_work(params, ctx, decode=False),
                 notes={"params": preset.num_params()})  # fmt: skip
 
 
@@ -71,10 +84,9 @@ def _decode_setup(params: dict, ctx: Context) -> Case:
             cache.length = start  # rewind: the context length stays in [T0, T0 + window)
         state["token"] = decode_step(model, state["token"], cache).argmax(-1)
 
-    b = params["batch"]
     return Case(
         fn=fn,
-        work=Work(tokens=b, items=1, flops=2.0 * preset.num_params() * b),
+        work=_work(params, ctx, decode=True),
         notes={"params": preset.num_params(), "context": f"{start}..{cache.max_len}"},
     )
 
@@ -95,6 +107,7 @@ DECODE = Benchmark(
     description="greedy decoding with a KV cache: one token per sequence per step",
     grid=_grid,
     setup=_decode_setup,
+    work_of=lambda params, ctx: _work(params, ctx, decode=True),
     metrics=(
         Metric(
             name="ms_per_token",
@@ -113,6 +126,7 @@ PREFILL = Benchmark(
     description="prompt processing into an empty KV cache",
     grid=_grid,
     setup=_prefill_setup,
+    work_of=lambda params, ctx: _work(params, ctx, decode=False),
     metrics=(time_ms(), _tokens_per_s(), _tflops()),
     suites=("inference",),
 )

@@ -45,6 +45,16 @@ def _grid(suite: str, ctx: Context) -> dict[str, list]:
     return grid
 
 
+def bytes_per_param(params: dict) -> int:
+    """28 B/param; 32 with the loss scaler's unscaling (the unscaled gradient written back)."""
+    return ADAMW_BYTES_PER_PARAM + (4 if params.get("scaler") else 0)
+
+
+def _work(params: dict, ctx: Context) -> Work:
+    n = params["params"]
+    return Work(bytes=bytes_per_param(params) * n, items=n)
+
+
 def _setup(params: dict, ctx: Context) -> Case:
     impl = registry.get("adamw", params["impl"])
     ok, why = impl.available("cuda" if ctx.gpu else "cpu")
@@ -83,12 +93,14 @@ def _setup(params: dict, ctx: Context) -> Case:
             fused=fused,
         )
 
-    per_param = ADAMW_BYTES_PER_PARAM + (4 if scale is not None else 0)
     return Case(
         fn=fn,
         args=sets,
-        work=Work(bytes=per_param * n, items=n),
-        notes={"variant": "fused" if fused else "foreach", "bytes_per_param": per_param},
+        work=_work(params, ctx),
+        notes={
+            "variant": "fused" if fused else "foreach",
+            "bytes_per_param": bytes_per_param(params),
+        },
     )
 
 
@@ -98,6 +110,7 @@ ADAMW = Benchmark(
     "available); GB/s at 28 B/param",
     grid=_grid,
     setup=_setup,
+    work_of=_work,
     metrics=(
         gbps("bandwidth", peak="mem_bandwidth"),
         Metric(
@@ -118,13 +131,17 @@ def _copy_grid(suite: str, ctx: Context) -> dict[str, list]:
     return {"size": [2**30] if ctx.gpu else [2**28]}
 
 
+def _copy_work(params: dict, ctx: Context) -> Work:
+    return Work(bytes=2.0 * params["size"])  # each byte read once and written once
+
+
 def _copy_setup(params: dict, ctx: Context) -> Case:
     n = params["size"] // 4
     src = torch.rand(n, device=ctx.torch_device)
     dst = torch.empty_like(src)
     return Case(
         fn=lambda: dst.copy_(src),
-        work=Work(bytes=2.0 * params["size"]),
+        work=_copy_work(params, ctx),
         notes={"what": "dst.copy_(src), bytes read + written"},
     )
 
@@ -134,6 +151,7 @@ COPY = Benchmark(
     description="device memory copy (the measured bandwidth ceiling for memory-bound kernels)",
     grid=_copy_grid,
     setup=_copy_setup,
+    work_of=_copy_work,
     metrics=(gbps("bandwidth", peak="mem_bandwidth"), time_ms()),
     suites=("full",),
 )

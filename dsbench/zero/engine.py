@@ -577,7 +577,10 @@ class ZeroEngine:
         return load_checkpoint(self, directory, tag)
 
     def destroy(self) -> None:
+        from dsbench.kernels import registry
+
         for h in self._hooks:
             h.remove()
         self._hooks.clear()
         self.comm.close()
+        registry.release_workspaces()

@@ -1,0 +1,810 @@
+"""Claims: published tables of numbers (blog posts, release notes) to check against dsbench.
+
+A claim file is TOML in ``results/claims/`` — one published table (or list) per file. It is
+never a result: the results loader skips the folder, and nothing here turns a claim into a
+measurement. :func:`check` sets each claim beside what dsbench *measured* (result files, through
+:mod:`dsbench.compare`'s selectors) or, failing that, *modelled* (:mod:`dsbench.publish.modelled`),
+or says which command would measure it.
+
+Format (``schema_version = 1``)::
+
+    schema = "dsbench-claims"
+    schema_version = 1
+    title = "2.2 性能对比实测数据"            # as printed
+    title_en = "2.2 Measured performance"    # optional translation
+    language = "zh-CN: ..."                  # what is quoted and what is translated
+
+    [source]                                 # file and section required; article, article_en,
+    file = "000_....txt"                     # url, quote optional
+    section = "2.2 ..."
+
+    [scenario]                               # as the source states it: hardware, software,
+    hardware = "4×NVIDIA A100 80GB"          # model, config, as_stated (any string fields)
+
+    [[claims]]
+    id = "bert-large-training"               # [a-z0-9-], unique in the file
+    label = "BERT-large训练"                  # as printed; label_en optional
+    form = "table"                           # table (default) | list | prose
+    metric = "training throughput"
+    unit = "samples/s"
+    direction = "higher"                     # higher | lower is better
+    baseline = { label = "...", text = "128 samples/sec", value = 128 }
+    contender = { label = "...", text = "138 samples/sec", value = 138, qualifier = "~" }
+    claimed_change = "+7.8%"                 # as printed (optional)
+    claimed_ratio = 1.078                    # optional: contender / baseline where the source
+    claimed_range = [0.98, 1.02]             #   gives no values ("about 15% slower"), or a
+    ratio_basis = "how the ratio was read"   #   range ("within 2%"); say how it was read
+    quote, note, scenario = { ... }          # optional; scenario fields override the file's
+
+    [claims.dsbench]                         # how dsbench would measure it ...
+    benchmark = "train_step"                 # a benchmark name
+    params = { model = "bert-large" }        # parameter pattern: value or list of values
+    metric = "samples_per_s"                 # default: the benchmark's primary metric
+    field = "value"                          # value | pct_of_peak | memory.<key>
+    baseline = "0.18.3"                      # dsbench compare selectors
+    contender = "0.18.4"
+    run = ["dsbench run ..."]                # commands that produce the two runs (optional)
+    modelled = { params = {...}, baseline_profile = "...", contender_profile = "..." }
+    note = "..."
+    # ... or why it cannot:
+    not_measurable = "dsbench does not run 72-hour jobs"
+
+Values are numbers as printed; a ``qualifier`` (``~ > >= < <= ±``) keeps what the number alone
+loses. ``claimed_ratio`` defaults to contender / baseline when both values are plain numbers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import re
+import sys
+import tomllib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dsbench.errors import UsageError, choices_message
+from dsbench.results import CLAIMS_DIR, Run, default_results_dir
+
+SCHEMA = "dsbench-claims"
+SCHEMA_VERSION = 1
+FORMS = ("table", "list", "prose")
+DIRECTIONS = ("higher", "lower")
+QUALIFIERS = ("~", ">", ">=", "<", "<=", "±")
+INEQUALITIES = (">", ">=", "<", "<=")
+"""Qualifiers that make a printed figure a bound; ``~`` (about) and ``±`` (a half-width) do not."""
+FIELDS = ("value", "pct_of_peak")
+MEMORY_FIELD = "memory."
+
+_TOP = {"schema", "schema_version", "title", "title_en", "language", "source", "scenario",
+        "note", "claims"}  # fmt: skip
+_SOURCE = {"file", "section", "article", "article_en", "url", "quote"}
+_CLAIM = {"id", "label", "label_en", "form", "metric", "unit", "direction", "baseline",
+          "contender", "claimed_change", "claimed_ratio", "claimed_range", "ratio_basis",
+          "quote", "note", "scenario", "dsbench"}  # fmt: skip
+_SIDE = {"label", "text", "value", "qualifier"}
+_MAPPING = {"benchmark", "params", "metric", "field", "baseline", "contender", "run",
+            "modelled", "note", "not_measurable"}  # fmt: skip
+_MODELLED = {"params", "baseline_profile", "contender_profile"}
+_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+
+
+class ClaimError(UsageError):
+    """A claim file that cannot be used. The message is one line: ``<file>: <where>: <what>``."""
+
+
+# --------------------------------------------------------------------------------------------
+# Data
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClaimSide:
+    """One side of a claimed comparison, as the source prints it."""
+
+    label: str
+    text: str = ""
+    """The printed figure, verbatim (``128 samples/sec``, ``>72h``)."""
+    value: float | None = None
+    qualifier: str = ""
+    """``~ > >= < <= ±`` when the printed figure is not a plain number."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class ModelledSpec:
+    """A case to model on two profiles (for claims comparing hardware)."""
+
+    params: dict
+    baseline_profile: str
+    contender_profile: str
+
+
+@dataclass(frozen=True)
+class DsbenchMapping:
+    """How dsbench measures a claim, or why it cannot."""
+
+    benchmark: str | None = None
+    params: dict = field(default_factory=dict)
+    metric: str | None = None
+    field: str = "value"
+    baseline: str | None = None
+    contender: str | None = None
+    run: tuple[str, ...] = ()
+    modelled: ModelledSpec | None = None
+    note: str = ""
+    not_measurable: str | None = None
+
+    @property
+    def measurable(self) -> bool:
+        return self.not_measurable is None
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claimed comparison from a published table. A claim, never a result."""
+
+    id: str
+    """``<file stem>/<claim id>``, unique across the claims folder."""
+    file: str
+    title: str
+    title_en: str
+    language: str
+    source: dict
+    scenario: dict
+    """The file's scenario with the claim's own fields laid over it."""
+    label: str
+    label_en: str
+    form: str
+    metric: str
+    unit: str
+    direction: str
+    baseline: ClaimSide
+    contender: ClaimSide
+    claimed_change: str
+    claimed_ratio_given: float | None
+    claimed_range: tuple[float, float] | None
+    ratio_basis: str
+    quote: str
+    note: str
+    dsbench: DsbenchMapping
+
+    @property
+    def claimed_ratio(self) -> float | None:
+        """contender / baseline: as given, else from the two printed values when both are plain
+        (or approximate) numbers; None when the source gives a range or a bound."""
+        if self.claimed_ratio_given is not None:
+            return self.claimed_ratio_given
+        b, c = self.baseline, self.contender
+        if b.value and c.value is not None and not {b.qualifier, c.qualifier} & set(INEQUALITIES):
+            return c.value / b.value
+        return None
+
+    def source_text(self) -> str:
+        return f"{self.source['file']}, section {self.source['section']}"
+
+
+# --------------------------------------------------------------------------------------------
+# Loading and validation
+# --------------------------------------------------------------------------------------------
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return "a list"
+    return str(value)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+class _Parser:
+    def __init__(self, display: str):
+        self.display = display
+
+    def fail(self, where: str, problem: str) -> ClaimError:
+        return ClaimError(f"{self.display}: {where}: {problem}")
+
+    def keys(self, data: Mapping, valid: set[str], where: str) -> None:
+        for key in data:
+            if key not in valid:
+                raise self.fail(
+                    f"{where}{key}" if where else key,
+                    f"unknown field; valid: {', '.join(sorted(valid))}",
+                )
+
+    def string(self, data: Mapping, key: str, where: str, required: bool = True) -> str:
+        if key not in data:
+            if required:
+                raise self.fail(f"{where}{key}", "missing")
+            return ""
+        value = data[key]
+        if not isinstance(value, str) or (required and not value.strip()):
+            raise self.fail(f"{where}{key}", f"expected a non-empty string, got {_show(value)}")
+        return value
+
+    def table(self, data: Mapping, key: str, where: str, required: bool = True) -> dict:
+        if key not in data:
+            if required:
+                raise self.fail(f"{where}{key}", "missing")
+            return {}
+        value = data[key]
+        if not isinstance(value, dict):
+            raise self.fail(f"{where}{key}", f"expected a table, got {_show(value)}")
+        return value
+
+    def scenario(self, raw: dict, where: str) -> dict:
+        for key, value in raw.items():
+            if not isinstance(value, str | int | float) or isinstance(value, bool):
+                raise self.fail(f"{where}{key}", f"expected a string or number, got {_show(value)}")
+        return dict(raw)
+
+    def side(self, raw: Any, where: str) -> ClaimSide:
+        if not isinstance(raw, dict):
+            raise self.fail(where, f"expected an inline table {{ label = ... }}, got {_show(raw)}")
+        self.keys(raw, _SIDE, f"{where}.")
+        label = self.string(raw, "label", f"{where}.")
+        text = self.string(raw, "text", f"{where}.", required=False)
+        value = raw.get("value")
+        if value is not None and not _is_number(value):
+            raise self.fail(f"{where}.value", f"expected a number, got {_show(value)}")
+        qualifier = self.string(raw, "qualifier", f"{where}.", required=False)
+        if qualifier and qualifier not in QUALIFIERS:
+            raise self.fail(
+                f"{where}.qualifier", choices_message("qualifier", qualifier, QUALIFIERS)
+            )
+        if qualifier and value is None:
+            raise self.fail(f"{where}.qualifier", "a qualifier needs a value")
+        return ClaimSide(label, text, None if value is None else float(value), qualifier)
+
+    def mapping(self, raw: dict, where: str) -> DsbenchMapping:
+        from dsbench.suites import BENCHMARKS
+
+        self.keys(raw, _MAPPING, where)
+        if "not_measurable" in raw:
+            why = self.string(raw, "not_measurable", where)
+            others = sorted(set(raw) - {"not_measurable", "note"})
+            if others:
+                raise self.fail(f"{where}{others[0]}", "not allowed together with 'not_measurable'")
+            return DsbenchMapping(not_measurable=why, note=self.string(raw, "note", where, False))
+        name = self.string(raw, "benchmark", where)
+        if name not in BENCHMARKS:
+            raise self.fail(f"{where}benchmark", choices_message("benchmark", name, BENCHMARKS))
+        bench = BENCHMARKS[name]
+        params = self.table(raw, "params", where, required=False)
+        known = benchmark_params(name)
+        for key, value in params.items():
+            if key not in known:
+                raise self.fail(
+                    f"{where}params.{key}",
+                    f"not a parameter of {name}; valid: {', '.join(sorted(known))}",
+                )
+            values = value if isinstance(value, list) else [value]
+            if not values or not all(isinstance(v, str | int | float) for v in values):
+                raise self.fail(
+                    f"{where}params.{key}",
+                    f"expected a value or a list of values, got {_show(value)}",
+                )
+        metrics = [m.name for m in bench.metrics]
+        metric = self.string(raw, "metric", where, required=False) or bench.primary.name
+        if metric not in metrics:
+            raise self.fail(f"{where}metric", choices_message(f"metric of {name}", metric, metrics))
+        fld = self.string(raw, "field", where, required=False) or "value"
+        if fld not in FIELDS and not (
+            fld.startswith(MEMORY_FIELD) and len(fld) > len(MEMORY_FIELD)
+        ):
+            raise self.fail(
+                f"{where}field",
+                f"expected one of {', '.join(FIELDS)} or memory.<key>, got {_show(fld)}",
+            )
+        selectors = {}
+        for side in ("baseline", "contender"):
+            text = self.string(raw, side, where)
+            problem = selector_problem(text)
+            if problem:
+                raise self.fail(f"{where}{side}", problem)
+            selectors[side] = text
+        run = raw.get("run", [])
+        if not isinstance(run, list) or not all(isinstance(r, str) and r.strip() for r in run):
+            raise self.fail(f"{where}run", f"expected a list of commands, got {_show(run)}")
+        modelled = None
+        if "modelled" in raw:
+            spec = self.table(raw, "modelled", where)
+            self.keys(spec, _MODELLED, f"{where}modelled.")
+            if fld != "value":
+                raise self.fail(
+                    f"{where}modelled", f"only field 'value' can be modelled, not {fld!r}"
+                )
+            m_params = self.table(spec, "params", f"{where}modelled.")
+            for key in m_params:
+                if key not in known:
+                    raise self.fail(f"{where}modelled.params.{key}", f"not a parameter of {name}")
+            if bench.work_of is None:
+                raise self.fail(f"{where}modelled", f"benchmark {name} cannot be modelled")
+            profiles = {}
+            for key in ("baseline_profile", "contender_profile"):
+                profile = self.string(spec, key, f"{where}modelled.")
+                try:
+                    from dsbench.hardware import get_profile
+
+                    get_profile(profile)
+                except UsageError as exc:
+                    raise self.fail(f"{where}modelled.{key}", str(exc)) from None
+                profiles[key] = profile
+            modelled = ModelledSpec(m_params, **profiles)
+        return DsbenchMapping(
+            benchmark=name,
+            params=dict(params),
+            metric=metric,
+            field=fld,
+            baseline=selectors["baseline"],
+            contender=selectors["contender"],
+            run=tuple(run),
+            modelled=modelled,
+            note=self.string(raw, "note", where, required=False),
+        )
+
+    def claim(self, raw: Any, index: int, file_fields: dict) -> Claim:
+        if not isinstance(raw, dict):
+            raise self.fail(f"claims[{index}]", f"expected a table, got {_show(raw)}")
+        where = f"claims[{index}]."
+        self.keys(raw, _CLAIM, where)
+        cid = self.string(raw, "id", where)
+        if not _ID.match(cid):
+            raise self.fail(
+                f"{where}id", f"expected lowercase letters, digits and '-', got {_show(cid)}"
+            )
+        where = f"claims[{index}] '{cid}': "
+        form = self.string(raw, "form", where, required=False) or "table"
+        if form not in FORMS:
+            raise self.fail(f"{where}form", choices_message("form", form, FORMS))
+        direction = self.string(raw, "direction", where)
+        if direction not in DIRECTIONS:
+            raise self.fail(
+                f"{where}direction", choices_message("direction", direction, DIRECTIONS)
+            )
+        baseline = self.side(raw.get("baseline"), f"{where}baseline")
+        contender = self.side(raw.get("contender"), f"{where}contender")
+        ratio = raw.get("claimed_ratio")
+        if ratio is not None and not (_is_number(ratio) and ratio > 0):
+            raise self.fail(
+                f"{where}claimed_ratio", f"expected a positive number, got {_show(ratio)}"
+            )
+        rng = raw.get("claimed_range")
+        if rng is not None:
+            if not (isinstance(rng, list) and len(rng) == 2 and all(_is_number(x) for x in rng)
+                    and 0 <= rng[0] <= rng[1]):  # fmt: skip
+                raise self.fail(f"{where}claimed_range", f"expected [low, high], got {_show(rng)}")
+            rng = (float(rng[0]), float(rng[1]))
+        if ratio is not None and rng is not None:
+            raise self.fail(
+                f"{where}claimed_ratio", "give claimed_ratio or claimed_range, not both"
+            )
+        plain = baseline.value is not None and contender.value is not None
+        if ratio is None and rng is None and not plain and not baseline.text + contender.text:
+            raise self.fail(
+                where.rstrip(": "),
+                "no claimed numbers: give baseline/contender values, claimed_ratio or "
+                "claimed_range",
+            )
+        if baseline.value == 0 and contender.value is not None and ratio is None:
+            raise self.fail(
+                f"{where}baseline.value", "0 makes the ratio undefined; give claimed_ratio"
+            )
+        scenario = dict(file_fields["scenario"])
+        scenario.update(
+            self.scenario(self.table(raw, "scenario", where, False), f"{where}scenario.")
+        )
+        return Claim(
+            id=f"{file_fields['stem']}/{cid}",
+            file=self.display,
+            title=file_fields["title"],
+            title_en=file_fields["title_en"],
+            language=file_fields["language"],
+            source=file_fields["source"],
+            scenario=scenario,
+            label=self.string(raw, "label", where),
+            label_en=self.string(raw, "label_en", where, required=False),
+            form=form,
+            metric=self.string(raw, "metric", where),
+            unit=self.string(raw, "unit", where),
+            direction=direction,
+            baseline=baseline,
+            contender=contender,
+            claimed_change=self.string(raw, "claimed_change", where, required=False),
+            claimed_ratio_given=None if ratio is None else float(ratio),
+            claimed_range=rng,
+            ratio_basis=self.string(raw, "ratio_basis", where, required=False),
+            quote=self.string(raw, "quote", where, required=False),
+            note=self.string(raw, "note", where, required=False),
+            dsbench=self.mapping(self.table(raw, "dsbench", where), f"{where}dsbench."),
+        )
+
+    def parse(self, data: dict, stem: str) -> list[Claim]:
+        self.keys(data, _TOP, "")
+        if data.get("schema") != SCHEMA:
+            raise self.fail("schema", f'expected "{SCHEMA}", got {_show(data.get("schema"))}')
+        version = data.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise self.fail(
+                "schema_version",
+                f"this dsbench reads version {SCHEMA_VERSION}, got {_show(version)}",
+            )
+        source = self.table(data, "source", "")
+        self.keys(source, _SOURCE, "source.")
+        for key in _SOURCE:
+            self.string(source, key, "source.", required=key in ("file", "section"))
+        file_fields = {
+            "stem": stem,
+            "title": self.string(data, "title", ""),
+            "title_en": self.string(data, "title_en", "", required=False),
+            "language": self.string(data, "language", ""),
+            "source": dict(source),
+            "scenario": self.scenario(self.table(data, "scenario", ""), "scenario."),
+        }
+        raw_claims = data.get("claims")
+        if not isinstance(raw_claims, list) or not raw_claims:
+            raise self.fail("claims", "expected at least one [[claims]] table")
+        claims = [self.claim(raw, i, file_fields) for i, raw in enumerate(raw_claims)]
+        seen: set[str] = set()
+        for i, claim in enumerate(claims):
+            if claim.id in seen:
+                raise self.fail(f"claims[{i}].id", f"duplicate id {claim.id.split('/', 1)[1]!r}")
+            seen.add(claim.id)
+        return claims
+
+
+@functools.cache
+def benchmark_params(name: str) -> frozenset[str]:
+    """Parameter names of a benchmark, from its grids on a GPU and on a CPU context."""
+    from dsbench.suites import BENCHMARKS, Context
+
+    bench = BENCHMARKS[name]
+    keys: set[str] = set()
+    for ctx in (Context(device="cuda:0", backend="cuda", suite="full", device_count=8), Context()):
+        for suite in bench.suites:
+            keys |= set(bench.grid(suite, ctx))
+    return frozenset(keys)
+
+
+@functools.cache
+def _all_param_keys() -> frozenset[str]:
+    from dsbench.suites import BENCHMARKS
+
+    return frozenset(k for name in BENCHMARKS for k in benchmark_params(name))
+
+
+def selector_problem(text: str, extra_keys: Iterable[str] = ()) -> str | None:
+    """Why ``text`` is not a valid ``dsbench compare`` selector, or None."""
+    from dsbench.compare import Selector
+
+    try:
+        Selector.parse(text, _all_param_keys() | frozenset(extra_keys))
+    except UsageError as exc:
+        return f"bad selector: {exc}"
+    return None
+
+
+def load_claim_file(path: str | Path) -> list[Claim]:
+    """Load and validate one claim file; raise :class:`ClaimError` (one line) on any problem."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ClaimError(f"{path}: not valid TOML: {' '.join(str(exc).split())}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ClaimError(f"{path}: cannot read: {exc}") from None
+    return _Parser(str(path)).parse(data, path.stem)
+
+
+def default_claims_dir() -> Path:
+    return default_results_dir() / CLAIMS_DIR
+
+
+def load_claims(
+    directory: str | Path | None = None, warn: Callable[[str], None] | None = None
+) -> list[Claim]:
+    """Every claim in ``directory`` (default ``results/claims``), file by file in name order.
+
+    A bad file gives one warning naming it and the problem, and is skipped; the rest load.
+    """
+    directory = Path(directory) if directory is not None else default_claims_dir()
+    warn = warn or (lambda msg: print(f"dsbench: warning: {msg}", file=sys.stderr))
+    claims: list[Claim] = []
+    if not directory.is_dir():
+        return claims
+    for path in sorted(directory.glob("*.toml")):
+        try:
+            claims.extend(load_claim_file(path))
+        except ClaimError as exc:
+            warn(f"skipping {exc}")
+    return claims
+
+
+# --------------------------------------------------------------------------------------------
+# Checking claims against measured and modelled numbers
+# --------------------------------------------------------------------------------------------
+
+
+def _fmt_ratio(ratio: float | None) -> str:
+    return "n/a" if ratio is None else f"{ratio:.3g}×"
+
+
+def claimed_text(claim: Claim) -> str:
+    """The claim in one phrase: ``claimed 1.08×``, ``claimed 0.98–1.02×``, ``claimed >8.28×``."""
+    if claim.claimed_range is not None:
+        lo, hi = claim.claimed_range
+        return f"claimed {lo:g}–{hi:g}×"
+    ratio = claim.claimed_ratio
+    if ratio is not None:
+        return f"claimed {_fmt_ratio(ratio)}"
+    b, c = claim.baseline, claim.contender
+    if b.value and c.value is not None:
+        # contender >= x over baseline ~y: ratio >= x/y; a bound on the baseline flips it
+        lower = c.qualifier in (">", ">=") or b.qualifier in ("<", "<=")
+        upper = c.qualifier in ("<", "<=") or b.qualifier in (">", ">=")
+        if lower != upper:
+            return f"claimed {'≥' if lower else '≤'}{_fmt_ratio(c.value / b.value)}"
+    return f"claimed {b.text or b.label} → {c.text or c.label}"
+
+
+def _row_field(row: dict, metric: str, fld: str) -> float | None:
+    if row.get("status") != "ok":
+        return None
+    if fld.startswith(MEMORY_FIELD):
+        value = (row.get("memory") or {}).get(fld.removeprefix(MEMORY_FIELD))
+    else:
+        entry = (row.get("metrics") or {}).get(metric)
+        if entry is None and row.get("metric") == metric:
+            entry = {"value": row.get("value"), "pct_of_peak": row.get("pct_of_peak")}
+        value = (entry or {}).get(fld)
+    return float(value) if _is_number(value) else None
+
+
+def _field_direction(claim: Claim) -> str:
+    from dsbench.suites import BENCHMARKS
+
+    m = claim.dsbench
+    if m.field.startswith(MEMORY_FIELD):
+        return "lower"
+    if m.field == "pct_of_peak":
+        return "higher"
+    bench = BENCHMARKS[m.benchmark]
+    return next(x.direction for x in bench.metrics if x.name == m.metric)
+
+
+def _params_match(params: dict, pattern: dict, skip: set[str]) -> bool:
+    for key, wanted in pattern.items():
+        if key in skip:
+            continue
+        values = wanted if isinstance(wanted, list) else [wanted]
+        if str(params.get(key)) not in {str(v) for v in values}:
+            return False
+    return True
+
+
+def _selected_keys(claim: Claim, keys: frozenset[str]) -> set[str]:
+    from dsbench.compare import Selector
+
+    m = claim.dsbench
+    out = set()
+    for text in (m.baseline, m.contender):
+        sel = Selector.parse(text, keys)
+        if sel.param and sel.key:
+            out.add(sel.key)
+    return out
+
+
+def _geomean(values: Sequence[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def _measured(claim: Claim, runs: Sequence[Run]) -> dict | None:
+    """Pairs of rows from the runs the claim's selectors pick, or None when there are none."""
+    from dsbench import compare
+
+    m = claim.dsbench
+    keys = _all_param_keys() | compare.param_keys(list(runs))
+    skip = _selected_keys(claim, keys)
+
+    def wanted(row: dict) -> bool:
+        return (row.get("name") == m.benchmark and row.get("status") == "ok"
+                and _params_match(row.get("params") or {}, m.params, skip))  # fmt: skip
+
+    relevant = [r for r in runs if any(wanted(row) for row in r.doc.get("benchmarks", []))]
+    if not relevant:
+        return None
+    try:
+        base, cont, notes = compare.pick_runs(relevant, m.baseline, m.contender)
+    except UsageError:
+        return None
+    pairs = []
+    for key, b_row in base.rows.items():
+        c_row = cont.rows.get(key)
+        if c_row is None or not wanted(b_row) or not wanted(c_row):
+            continue
+        bv, cv = _row_field(b_row, m.metric, m.field), _row_field(c_row, m.metric, m.field)
+        if bv and cv is not None:
+            pairs.append({"id": key, "baseline": bv, "contender": cv, "ratio": cv / bv})
+    if not pairs:
+        return None
+    b_sel = compare.Selector.parse(m.baseline, keys)
+    c_sel = compare.Selector.parse(m.contender, keys)
+    axes = compare.axes_of(b_sel, c_sel)
+    confounded = compare.confounders(base.run, cont.run, axes) if base.run is not cont.run else []
+    ratios = [p["ratio"] for p in pairs]
+    return {
+        "ratio": _geomean(ratios) if all(r > 0 for r in ratios) else sum(ratios) / len(ratios),
+        "n_cases": len(pairs),
+        "min_ratio": min(ratios),
+        "max_ratio": max(ratios),
+        "cases": pairs,
+        "baseline_run": base.run.id,
+        "contender_run": cont.run.id,
+        "notes": notes,
+        "confounders": confounded,
+        "metric": m.metric,
+        "field": m.field,
+    }
+
+
+def _modelled(claim: Claim) -> dict | None:
+    from dsbench.publish import modelled
+    from dsbench.suites import BENCHMARKS, case_id
+
+    m = claim.dsbench
+    spec = m.modelled
+    if spec is None:
+        return None
+    bench = BENCHMARKS[m.benchmark]
+    metric = next(x for x in bench.metrics if x.name == m.metric)
+    out: dict[str, Any] = {"case": case_id(m.benchmark, spec.params), "metric": m.metric,
+                           "unit": metric.unit}  # fmt: skip
+    values = {}
+    for side, profile in (
+        ("baseline", spec.baseline_profile),
+        ("contender", spec.contender_profile),
+    ):
+        floor = modelled.model_case(m.benchmark, spec.params, profile)
+        out[f"{side}_profile"] = profile
+        out[f"{side}_basis"] = floor.basis
+        if floor.seconds is None:
+            return out | {"ratio": None, "problem": floor.basis}
+        work = bench.work_of(spec.params, modelled.DEFINITION_CONTEXT)
+        values[side] = metric.value(work, floor.seconds)
+        out[f"{side}_value"] = values[side]
+    out["ratio"] = values["contender"] / values["baseline"] if values["baseline"] else None
+    return out
+
+
+def commands(claim: Claim) -> list[str]:
+    """Commands that would measure the claim: the mapping's ``run``, or a default per
+    benchmark, then the comparison."""
+    from dsbench.suites import BENCHMARKS
+
+    m = claim.dsbench
+    if not m.measurable:
+        return []
+    run = list(m.run)
+    if not run:
+        bench = BENCHMARKS[m.benchmark]
+        suite = "full" if "full" in bench.suites else bench.suites[0]
+        run = [f"dsbench run --suite {suite} --filter '^{m.benchmark}\\['"]
+    return [*run, f"dsbench compare --baseline {m.baseline} --contender {m.contender}"]
+
+
+def _oriented(ratio: float | None, flip: bool) -> float | None:
+    if ratio is None or not flip:
+        return ratio
+    return 1.0 / ratio if ratio else None
+
+
+def check(claims: Sequence[Claim], runs: Sequence[Run]) -> list[dict[str, Any]]:
+    """Each claim beside what dsbench measured (result files) or modelled (profiles).
+
+    One dict per claim: ``claim`` (id), ``title``, ``title_en``, ``source`` (dict),
+    ``source_text``, ``scenario``, ``label``, ``label_en``, ``form``, ``metric``, ``unit``,
+    ``direction``, ``claimed`` ({baseline, contender: side dicts, ratio, range, change, text}),
+    ``kind`` (``measured``, ``modelled`` or ``none``), ``dsbench_ratio`` (contender / baseline,
+    oriented like the claim's metric; None for kind ``none``), ``measured`` (dict or None:
+    ratio, n_cases, min_ratio, max_ratio, cases, baseline_run, contender_run, notes,
+    confounders), ``modelled`` (dict or None: ratio, case, profiles, values, basis), ``verdict``
+    (one line), ``command`` / ``commands`` (what measures it), ``problem`` (a bad selector or
+    an unmodellable case, else None). Measured and modelled numbers are kept in separate fields
+    and the claim's own numbers only under ``claimed``: a claim is never treated as a result.
+    """
+    out = []
+    for claim in claims:
+        m = claim.dsbench
+        entry: dict[str, Any] = {
+            "claim": claim.id,
+            "title": claim.title,
+            "title_en": claim.title_en,
+            "source": claim.source,
+            "source_text": claim.source_text(),
+            "scenario": claim.scenario,
+            "label": claim.label,
+            "label_en": claim.label_en,
+            "form": claim.form,
+            "metric": claim.metric,
+            "unit": claim.unit,
+            "direction": claim.direction,
+            "claimed": {
+                "baseline": claim.baseline.to_dict(),
+                "contender": claim.contender.to_dict(),
+                "ratio": claim.claimed_ratio,
+                "range": claim.claimed_range,
+                "change": claim.claimed_change,
+                "text": claimed_text(claim),
+            },
+            "kind": "none",
+            "dsbench_ratio": None,
+            "measured": None,
+            "modelled": None,
+            "commands": commands(claim),
+            "problem": None,
+        }
+        entry["command"] = "\n".join(entry["commands"])
+        out.append(entry)
+        claimed = claimed_text(claim)
+        if not m.measurable:
+            entry["verdict"] = f"not measurable by dsbench: {m.not_measurable}"
+            continue
+        problem = selector_problem(m.baseline or "") or selector_problem(m.contender or "")
+        if problem:
+            entry["problem"] = problem
+            entry["verdict"] = f"cannot check: {problem}"
+            continue
+        flip = _field_direction(claim) != claim.direction
+        flip_note = (
+            f" (dsbench's {m.metric} is {_field_direction(claim)}-is-better: ratio inverted)"
+            if flip
+            else ""
+        )
+        measured = _measured(claim, runs)
+        modelled = _modelled(claim)
+        if measured is not None:
+            measured["ratio"] = _oriented(measured["ratio"], flip)
+            entry["measured"] = measured
+            entry["kind"] = "measured"
+            entry["dsbench_ratio"] = measured["ratio"]
+            spread = (
+                f" (geometric mean of {measured['n_cases']} cases, "
+                f"{_fmt_ratio(_oriented(measured['min_ratio'], flip))}–"
+                f"{_fmt_ratio(_oriented(measured['max_ratio'], flip))})"
+                if measured["n_cases"] > 1
+                else ""
+            )
+            verdict = f"measured {_fmt_ratio(measured['ratio'])}{spread} vs {claimed}{flip_note}"
+            if measured["confounders"]:
+                verdict += "; confounded: " + "; ".join(measured["confounders"])
+            entry["verdict"] = verdict
+        if modelled is not None:
+            modelled["ratio"] = _oriented(modelled.get("ratio"), flip)
+            entry["modelled"] = modelled
+            if modelled.get("problem"):
+                entry["problem"] = entry["problem"] or modelled["problem"]
+            if entry["kind"] == "none" and modelled["ratio"] is not None:
+                entry["kind"] = "modelled"
+                entry["dsbench_ratio"] = modelled["ratio"]
+                entry["verdict"] = (
+                    f"modelled {_fmt_ratio(modelled['ratio'])} (roofline floors of "
+                    f"{modelled['case']} on {modelled['baseline_profile']} vs "
+                    f"{modelled['contender_profile']}) vs {claimed}{flip_note}; no measured data "
+                    f"yet: run {' ; '.join(entry['commands'])}"
+                )
+        if entry["kind"] == "none":
+            entry["verdict"] = f"no data yet: run {' ; '.join(entry['commands'])}"
+    return out

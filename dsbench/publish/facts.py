@@ -1,0 +1,112 @@
+"""Small facts about runs and rows that several pages show (names, dates, confidence intervals,
+% of peak, headline numbers), and :func:`optional` for the sibling modules written apart."""
+
+from __future__ import annotations
+
+import importlib
+import math
+from collections.abc import Callable
+from typing import Any
+
+from dsbench.publish.html import Html, el, join, num, render_value
+from dsbench.results import Run
+
+BACKEND_NAMES = {"cuda": "CUDA", "rocm": "ROCm", "cpu": "CPU"}
+
+
+def finite(x: Any) -> float | None:
+    if isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x):
+        return float(x)
+    return None
+
+
+def backend_name(run: Run) -> str:
+    b = run.fields.get("backend")
+    return BACKEND_NAMES.get(str(b).lower(), str(b)) if b else "-"
+
+
+def run_title(run: Run) -> str:
+    return f"{run.id}" + (f" ({run.label})" if run.label else "")
+
+
+def short_run(run: Run) -> str:
+    """An x-axis label: the label, else the commit and when the run started."""
+    commit = run.fields.get("commit")
+    if run.label:
+        return run.label
+    return f"{commit[:8]} {when(run.created)}" if commit else when(run.created)
+
+
+def ci(row: dict | None) -> tuple[float | None, float | None]:
+    stats = (row or {}).get("stats") or {}
+    return finite(stats.get("ci_low")), finite(stats.get("ci_high"))
+
+
+def peak_share(row: dict | None) -> tuple[float, str] | None:
+    """(% of peak, metric name): the primary metric's, else the first metric that has one
+    (a training step's TFLOP/s per rank, whose % of peak is the MFU)."""
+    if not row or row.get("status") != "ok":
+        return None
+    if (v := finite(row.get("pct_of_peak"))) is not None:
+        return v, str(row.get("metric") or "primary")
+    for name, m in (row.get("metrics") or {}).items():
+        if isinstance(m, dict) and (v := finite(m.get("pct_of_peak"))) is not None:
+            return v, str(name)
+    return None
+
+
+def headlines(run: Run) -> list[str]:
+    """Per benchmark name, its best ok row: ``gemm 0.395 TFLOP/s (95.1% of peak)``."""
+    best: dict[str, dict] = {}
+    for row in run.doc["benchmarks"]:
+        if row["status"] != "ok":
+            continue
+        cur = best.get(row["name"])
+        higher = row.get("direction") == "higher"
+        if cur is None or (row["value"] > cur["value"] if higher else row["value"] < cur["value"]):
+            best[row["name"]] = row
+    out = []
+    for name, row in best.items():
+        share = peak_share(row)
+        tail = f" ({share[0]:.1f}% of peak)" if share else ""
+        out.append(f"{name} {num(row['value'])} {row.get('unit', '')}{tail}")
+    return out
+
+
+def status_counts(run: Run) -> str:
+    counts: dict[str, int] = {}
+    for row in run.doc["benchmarks"]:
+        counts[row["status"]] = counts.get(row["status"], 0) + 1
+    return ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+
+
+def prose(text: str) -> Html:
+    """Text written here with `commands` in backticks: the commands as ``<code>``."""
+    parts = text.split("`")
+    return join(el("code", p) if i % 2 else p for i, p in enumerate(parts))
+
+
+def when(iso: str) -> str:
+    """``2026-11-30T20:55:18+00:00`` -> ``2026-11-30 20:55``: the table's date column."""
+    return iso[:16].replace("T", " ") if len(iso) >= 16 and iso[10:11] == "T" else iso
+
+
+def cell(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else "-"
+    if isinstance(value, dict | list):
+        return render_value(value)
+    return value
+
+
+def optional(module: str, name: str) -> Callable | None:
+    """``dsbench.publish.<module>.<name>``, or None while that module or function is not there
+    (another part of the site may be written later); any other import error is raised."""
+    full = f"dsbench.publish.{module}"
+    try:
+        mod = importlib.import_module(full)
+    except ModuleNotFoundError as exc:
+        if exc.name != full:
+            raise
+        return None
+    return getattr(mod, name, None)

@@ -1,0 +1,241 @@
+"""Charts for the published site: grouped bars with 99% CI error bars, % of peak, history across
+runs, and the roofline. PNG files written beside the pages; nothing is fetched or embedded
+from elsewhere.
+
+matplotlib is used without pyplot (a :class:`~matplotlib.figure.Figure` renders through Agg by
+itself), so publishing never touches the global backend or leaks figures. Text taken from result
+files goes through :func:`text`: ``$`` would start mathtext, so it is escaped.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from matplotlib.figure import Figure
+
+COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c")
+MAX_LINES = 10
+"""History charts draw at most this many series; the caption says when more were left out."""
+
+
+def text(value: object, limit: int = 70) -> str:
+    """A string from a result file made safe for matplotlib: no mathtext, bounded length."""
+    s = str(value).replace("$", r"\$")  # outside mathtext a backslash is just a backslash
+    s = " ".join(s.split())  # no newlines or tabs inside tick labels
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def split_id(bid: str) -> tuple[str, list[str]]:
+    """``name[k1=v1,k2=v2]`` -> ``("name", ["k1=v1", "k2=v2"])``."""
+    name, sep, rest = bid.partition("[")
+    if not sep or not rest.endswith("]"):
+        return bid, []
+    return name, [p for p in rest[:-1].split(",") if p]
+
+
+def common_part(ids: Sequence[str]) -> str:
+    """What :func:`short_labels` leaves out: ``gemm[dtype=bfloat16,impl=torch]``, or ''."""
+    parts = [split_id(i) for i in ids]
+    if not parts:
+        return ""
+    common = [p for p in parts[0][1] if all(p in q for _, q in parts[1:])]
+    names = {n for n, _ in parts}
+    name = names.pop() if len(names) == 1 else ""
+    return name + (f"[{','.join(common)}]" if common else "")
+
+
+def short_labels(ids: Sequence[str]) -> list[str]:
+    """Benchmark ids without the parameters they all share (and without a shared name)."""
+    parts = [split_id(i) for i in ids]
+    common = set.intersection(*(set(p) for _, p in parts)) if parts else set()
+    names = {n for n, _ in parts}
+    out = []
+    for name, params in parts:
+        kept = ",".join(p for p in params if p not in common)
+        if not kept:
+            out.append(name)
+        else:
+            out.append(kept if len(names) == 1 else f"{name}[{kept}]")
+    return out
+
+
+@dataclass(frozen=True)
+class Series:
+    """One set of bars (or one line): a name and a value per category; bounds for error bars."""
+
+    name: str
+    values: Sequence[float | None]
+    low: Sequence[float | None] | None = None
+    high: Sequence[float | None] | None = None
+
+
+def _save(fig: Figure, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, format="png", dpi=100, bbox_inches="tight")
+    return path
+
+
+def _positive(values) -> list[float]:
+    return [v for v in values if v is not None and math.isfinite(v) and v > 0]
+
+
+def grouped_bars(
+    categories: Sequence[str],
+    series: Sequence[Series],
+    path: Path,
+    *,
+    xlabel: str,
+    title: str = "",
+    reference: float | None = None,
+) -> Path:
+    """Horizontal grouped bars, one group per category, with asymmetric error bars from
+    ``low``/``high``; a log axis when values span more than 50x; ``reference`` draws a line
+    (100 % of peak) when the bars reach half of it."""
+    n, k = len(categories), max(1, len(series))
+    height = 0.8 / k
+    fig = Figure(figsize=(9, max(2.2, 0.32 * n * k + 1.2)))
+    ax = fig.add_subplot()
+    for j, s in enumerate(series):
+        ys = [i + (j - (k - 1) / 2) * height for i in range(n)]
+        vals = [v if v is not None and math.isfinite(v) else 0.0 for v in s.values]
+        err = None
+        if s.low is not None and s.high is not None:
+            err = [
+                [
+                    max(0.0, v - lo) if lo is not None else 0.0
+                    for v, lo in zip(vals, s.low, strict=True)
+                ],
+                [
+                    max(0.0, hi - v) if hi is not None else 0.0
+                    for v, hi in zip(vals, s.high, strict=True)
+                ],
+            ]
+        ax.barh(
+            ys,
+            vals,
+            height=height * 0.95,
+            xerr=err,
+            capsize=2,
+            label=text(s.name, 50),
+            color=COLORS[j % len(COLORS)],
+            error_kw={"elinewidth": 0.8},
+        )
+    ax.set_yticks(range(n), [text(c, 60) for c in categories], fontsize=8)
+    ax.set_ylim(n - 0.5, -0.5)
+    values = _positive(v for s in series for v in s.values)
+    if values and max(values) / min(values) > 50:
+        ax.set_xscale("log")
+    if reference is not None and values and max(values) >= reference / 2:
+        ax.axvline(reference, color="#444", linestyle="--", linewidth=0.8)
+    ax.set_xlabel(text(xlabel))
+    if title:
+        ax.set_title(text(title, 100), fontsize=10)
+    ax.grid(axis="x", alpha=0.3)
+    if len(series) > 1:
+        ax.legend(fontsize=8, loc="best")
+    return _save(fig, path)
+
+
+def history(
+    x_labels: Sequence[str],
+    series: Sequence[Series],
+    path: Path,
+    *,
+    ylabel: str,
+    title: str = "",
+    log: bool | None = None,
+) -> Path:
+    """One line per series across runs (x: the runs, oldest first); gaps where a run lacks it."""
+    fig = Figure(figsize=(max(6.0, 0.9 * len(x_labels) + 4), 4.2))
+    ax = fig.add_subplot()
+    xs = range(len(x_labels))
+    for j, s in enumerate(series[:MAX_LINES]):
+        pts = [
+            (x, v) for x, v in zip(xs, s.values, strict=True) if v is not None and math.isfinite(v)
+        ]
+        if not pts:
+            continue
+        ax.plot(
+            [p[0] for p in pts],
+            [p[1] for p in pts],
+            marker="o",
+            markersize=4,
+            label=text(s.name, 50),
+            color=COLORS[j % len(COLORS)],
+            linestyle="-" if j < len(COLORS) else "--",
+        )
+    ax.set_xticks(list(xs), [text(x, 28) for x in x_labels], rotation=30, ha="right", fontsize=8)
+    values = _positive(v for s in series[:MAX_LINES] for v in s.values)
+    if log or (log is None and values and max(values) / min(values) > 50):
+        ax.set_yscale("log")
+    ax.set_ylabel(text(ylabel))
+    if title:
+        ax.set_title(text(title, 100), fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    return _save(fig, path)
+
+
+@dataclass(frozen=True)
+class RooflinePoint:
+    label: str
+    """Short (a number keyed to the table beside the chart): labels of nearby points overlap."""
+    intensity: float
+    """FLOP per byte moved."""
+    flops: float
+    """Achieved FLOP/s."""
+
+
+def roofline(
+    peaks: dict[str, float],
+    bandwidth: float | None,
+    points: Sequence[RooflinePoint],
+    path: Path,
+    *,
+    title: str,
+) -> Path:
+    """The roofline of one profile: attainable FLOP/s = min(peak, intensity x bandwidth) for each
+    peak (FLOP/s) and the memory bandwidth (B/s), log-log, with the measured kernels on it."""
+    pts = [p for p in points if p.intensity > 0 and p.flops > 0]
+    finite_peaks = {k: v for k, v in peaks.items() if v and math.isfinite(v) and v > 0}
+    lo_i, hi_i = 1e-2, 1e4
+    if pts:
+        lo_i = min(lo_i, min(p.intensity for p in pts) / 3)
+        hi_i = max(hi_i, max(p.intensity for p in pts) * 3)
+    fig = Figure(figsize=(8, 5.2))
+    ax = fig.add_subplot()
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    xs = [lo_i * (hi_i / lo_i) ** (i / 200) for i in range(201)]
+    for j, (name, peak) in enumerate(sorted(finite_peaks.items(), key=lambda kv: -kv[1])):
+        ys = [min(peak, x * bandwidth) if bandwidth else peak for x in xs]
+        ax.plot(
+            xs,
+            ys,
+            color=COLORS[j % len(COLORS)],
+            linewidth=1.4,
+            label=f"{text(name, 30)}: {peak / 1e12:.4g} TFLOP/s",
+        )
+    if bandwidth:
+        ax.plot([], [], " ", label=f"memory: {bandwidth / 1e9:.4g} GB/s")
+    for j, p in enumerate(pts):
+        ax.plot(
+            [p.intensity], [p.flops], marker="o", markersize=5, linestyle="", color="#222", zorder=5
+        )
+        ax.annotate(
+            text(p.label, 12),
+            (p.intensity, p.flops),
+            fontsize=7,
+            xytext=(3, 3 + 7 * (j % 3)),
+            textcoords="offset points",
+        )
+    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+    ax.set_ylabel("FLOP/s")
+    ax.set_title(text(title, 100), fontsize=10)
+    ax.grid(which="both", alpha=0.25)
+    if finite_peaks or bandwidth:
+        ax.legend(fontsize=7, loc="lower right")
+    return _save(fig, path)

@@ -1,0 +1,197 @@
+"""The hardware-profile pages: the cross-profile table (modelled floors beside measured values,
+from :mod:`dsbench.publish.modelled`) and a roofline page per profile with the measured kernels."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from dsbench import hardware, results
+from dsbench.publish import plots
+from dsbench.publish.facts import finite, optional
+from dsbench.publish.html import Html, el, join, link, num, pct, table
+
+if TYPE_CHECKING:
+    from dsbench.publish.site import Site
+
+
+def profiles_page(site: Site) -> None:
+    profiles = hardware.load_profiles()
+    body: list[Any] = [
+        el("h2", "Rooflines"),
+        el(
+            "ul",
+            *(
+                el(
+                    "li",
+                    link(f"roofline/{results.slug(name)}.html", p.title),
+                    f" ({name}, {p.backend})",
+                )
+                for name, p in profiles.items()
+            ),
+            cls="plain",
+        ),
+    ]
+    cross = optional("modelled", "cross_profile_table")
+    if cross is None:
+        body.append(site.unavailable_note("dsbench.publish.modelled.cross_profile_table"))
+    else:
+        df = cross(site.runs)
+        body.append(el("h2", "Cross-profile table"))
+        body.append(
+            el(
+                "p",
+                "Italic numbers are ",
+                el("em", "modelled"),
+                " (a floor from "
+                "counted FLOPs and bytes and the profile's datasheet figures, α-β for "
+                "collectives), never measured. Measured values and efficiency appear "
+                "only where a result from that hardware exists. All columns: ",
+                link("cross-profile.csv", "cross-profile.csv"),
+                ".",
+                cls="note",
+            )
+        )
+        df.to_csv(site.root / "cross-profile.csv")
+        body.append(cross_table_html(df))
+        notes = df.attrs.get("assumptions") or []
+        if notes:
+            body += [el("h3", "Modelling assumptions"), el("ul", *(el("li", n) for n in notes))]
+    for name, profile in profiles.items():
+        roofline_page(site, name, profile)
+    site.write("profiles.html", "Hardware profiles: modelled and measured", join(body))
+
+
+def roofline_page(site: Site, name: str, shipped: hardware.Profile) -> None:
+    ceilings_of = optional("modelled", "roofline_ceilings")
+    points_of = optional("modelled", "roofline_points")
+    stored_of = optional("modelled", "stored_profile")
+    rel = f"roofline/{results.slug(name)}.html"
+    title = f"Roofline: {shipped.title}"
+    if ceilings_of is None or points_of is None:
+        missing = "roofline_ceilings" if ceilings_of is None else "roofline_points"
+        site.write(rel, title, site.unavailable_note(f"dsbench.publish.modelled.{missing}"))
+        return
+    profile = (stored_of(site.runs, name) if stored_of else None) or shipped
+    ceil = ceilings_of(profile)
+    points = points_of(site.runs, name)
+    peaks = dict(ceil.get("peaks") or {})
+    bandwidth = ceil.get("bandwidth_Bps")
+    body: list[Any] = [
+        el(
+            "p",
+            "Ceilings are the profile's figures (datasheet, or measured on "
+            "the machine where marked); points are measured kernels from "
+            "the newest run on this profile. Kernels that count no FLOPs "
+            "(AdamW, copy) sit at a nominal intensity on the bandwidth "
+            "slope.",
+            cls="note",
+        )
+    ]
+    if peaks or bandwidth:
+        pts = [
+            plots.RooflinePoint(
+                str(i),
+                float(p.get("plot_intensity") or 0),
+                float(p.get("plot_flops_per_s") or 0),
+            )
+            for i, p in enumerate(points, 1)
+        ]
+        body.append(
+            site.figure(
+                partial(plots.roofline, peaks, bandwidth, pts, title=shipped.title),
+                depth=1,
+                alt=f"roofline of {name}",
+                caption=f"{len(pts)} measured kernel(s) on {name}."
+                if pts
+                else f"No measured kernels on {name} yet: run `dsbench run` on that hardware.",
+            )
+        )
+    else:
+        body.append(
+            el(
+                "p",
+                "This profile's ceilings are measured on the machine and no run on "
+                "it is in the results yet: run `dsbench run` there.",
+                cls="warn",
+            )
+        )
+    sources = ceil.get("sources") or {}
+    measured = set(ceil.get("measured") or [])
+    rows = [
+        [
+            k,
+            f"{v / 1e12:.4g} TFLOP/s",
+            "measured" if k in measured else "datasheet",
+            sources.get(k, ""),
+        ]
+        for k, v in peaks.items()
+    ]
+    if bandwidth:
+        rows.append(
+            [
+                "memory bandwidth",
+                f"{bandwidth / 1e9:.4g} GB/s",
+                "measured" if "bandwidth_Bps" in measured else "datasheet",
+                sources.get("bandwidth_Bps", ""),
+            ]
+        )
+    rows += [[k, "n/a", "", why] for k, why in (ceil.get("not_available") or {}).items()]
+    body.append(table(["ceiling", "value", "kind", "source"], rows))
+    if points:
+        body += [
+            el("h2", "Measured kernels"),
+            table(
+                ["#", "kernel", "FLOP/byte", "achieved TFLOP/s", "achieved GB/s", "run"],
+                [
+                    [
+                        i,
+                        p.get("label"),
+                        finite(p.get("intensity")),
+                        finite((p.get("achieved_flops_per_s") or 0) / 1e12),
+                        finite((p.get("achieved_bytes_per_s") or 0) / 1e9),
+                        p.get("run_label") or p.get("run_id"),
+                    ]
+                    for i, p in enumerate(points, 1)
+                ],
+            ),
+        ]
+    site.write(rel, title, join(body))
+
+
+def cross_table_html(df) -> Html:
+    """The cross-profile DataFrame as a readable table: per profile the modelled floor (italic,
+    its basis as a tooltip), the measured value and the efficiency; case columns first."""
+    profiles = [
+        p
+        for p in dict.fromkeys(df.columns.get_level_values(0))
+        if p not in ("case", "counted work")
+    ]
+    head1 = el(
+        "tr",
+        el("th", "benchmark", rowspan=2),
+        el("th", "unit", rowspan=2),
+        *(el("th", p, colspan=3, scope="colgroup") for p in profiles),
+    )
+    head2 = el(
+        "tr",
+        *(
+            join([el("th", "modelled floor"), el("th", "measured"), el("th", "efficiency")])
+            for _ in profiles
+        ),
+    )
+    body = []
+    for cid, row in df.iterrows():
+        cells = [el("td", cid), el("td", row[("case", "unit")])]
+        for p in profiles:
+            floor = finite(row[(p, "modelled floor value")])
+            basis = row[(p, "modelled basis")]
+            cells.append(
+                el("td", num(floor) if floor is not None else "-", cls="num modelled", title=basis)
+            )
+            measured = finite(row[(p, "measured value")])
+            eff = finite(row[(p, "measured efficiency")])
+            cells.append(el("td", num(measured) if measured is not None else "-", cls="num"))
+            cells.append(el("td", pct(eff * 100) if eff is not None else "-", cls="num"))
+        body.append(el("tr", *cells))
+    return el("table", el("thead", head1, head2), el("tbody", *body))

@@ -1,0 +1,214 @@
+"""A page per run (every row, the full environment, the hardware profile) and the history page
+(each benchmark across the runs of one machine and suite)."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from dsbench.publish import plots
+from dsbench.publish.comparisons import group_name
+from dsbench.publish.facts import ci, finite, headlines, peak_share, run_title, short_run
+from dsbench.publish.html import (
+    Html,
+    details,
+    el,
+    join,
+    kv_table,
+    link,
+    num,
+    pct,
+    render_value,
+    table,
+)
+from dsbench.results import Run
+
+if TYPE_CHECKING:
+    from dsbench.publish.site import Site
+
+SHOWN_FIELDS = frozenset(
+    ("schema", "schema_version", "source", "run_id", "created", "finished", "wall_s", "machine",
+     "label", "suite", "argv", "env", "profile", "benchmarks")
+)  # fmt: skip
+"""Run fields the run page shows in its own sections; any others are listed under "Other"."""
+
+
+def run_page(site: Site, run: Run) -> None:
+    doc = run.doc
+    try:
+        shown_path = run.path.relative_to(site.results_root)
+    except ValueError:
+        shown_path = run.path
+    migrated = (
+        f" (migrated from schema {run.migrated_from} on load; the file is unchanged)"
+        if run.migrated_from
+        else ""
+    )
+    facts = [
+        ("run", run.id),
+        ("label", run.label or "-"),
+        ("machine", run.machine),
+        ("suite", doc.get("suite") or "-"),
+        ("source", run.source),
+        ("created", run.created),
+        ("finished", doc.get("finished") or "-"),
+        ("wall time", f"{num(w)} s" if (w := finite(doc.get("wall_s"))) is not None else "-"),
+        ("result file", f"{shown_path}"),
+        ("schema", f"{doc['schema_version']}{migrated}"),
+        ("command", " ".join(map(str, doc.get("argv") or [])) or "-"),
+    ]
+    if run.source == "asv":
+        target = (
+            link("../asv/index.html", "asv's pages")
+            if site.asv_copied
+            else "asv's pages (run `asv publish`, then publish again)"
+        )
+        facts.append(
+            (
+                "asv",
+                join(["environment ", (doc.get("asv") or {}).get("env_name"), "; see ", target]),
+            )
+        )
+    body = [kv_table(facts)]
+    if heads := headlines(run):
+        body += [
+            el("h2", "Headline numbers"),
+            el("p", join((el("span", h, cls="tag") for h in heads), " ")),
+        ]
+    body += [el("h2", "Benchmarks"), rows_table(run)]
+    body += [el("h2", "Environment"), render_value(doc.get("env") or {})]
+    if doc.get("profile"):
+        body += [
+            el("h2", "Hardware profile"),
+            details(
+                f"profile {(doc['profile'] or {}).get('name')}: every figure with its source",
+                render_value(doc["profile"]),
+            ),
+        ]
+    extra = {k: v for k, v in doc.items() if k not in SHOWN_FIELDS}
+    if extra:
+        body += [el("h2", "Other fields"), render_value(extra)]
+    site.write(site.run_pages[id(run)], f"Run {run_title(run)}", join(body))
+
+
+def rows_table(run: Run) -> Html:
+    rows, classes = [], []
+    for row in run.doc["benchmarks"]:
+        share = peak_share(row)
+        peak = (row.get("peak") or {}) if isinstance(row.get("peak"), dict) else {}
+        share_cell = (
+            el("span", pct(share[0]), title=f"{share[1]}: {peak.get('source', '')}")
+            if share
+            else "-"
+        )
+        lo, hi = ci(row)
+        if row["status"] == "ok":
+            detail: Any = render_value(row.get("notes")) if row.get("notes") else ""
+        else:
+            why = row.get("error") or row.get("reason") or ""
+            detail = (
+                details(str(why).splitlines()[0][:120] if why else row["status"], el("pre", why))
+                if why
+                else ""
+            )
+        rows.append(
+            [
+                row["id"],
+                row["status"],
+                row.get("metric") or "-",
+                finite(row.get("value")),
+                row.get("unit") or "",
+                f"{num(lo)} – {num(hi)}" if lo is not None else "-",
+                share_cell,
+                (row.get("stats") or {}).get("n", "-"),
+                detail,
+            ]
+        )
+        classes.append(None if row["status"] == "ok" else "failed")
+    return table(
+        [
+            "benchmark",
+            "status",
+            "metric",
+            "median",
+            "unit",
+            "99% CI",
+            "% of peak",
+            "n",
+            "notes / why",
+        ],
+        rows,
+        row_classes=classes,
+    )
+
+
+def history_page(site: Site) -> None:
+    groups: dict[tuple[str, str, str], list[Run]] = {}
+    for run in site.runs:
+        key = (run.source, run.machine, str(run.doc.get("suite") or "-"))
+        groups.setdefault(key, []).append(run)
+    body: list[Any] = [
+        el(
+            "p",
+            "Each benchmark's median across the runs of one machine and "
+            "suite, oldest first (x: label, else commit and date).",
+            cls="note",
+        )
+    ]
+    drawn = 0
+    for (source, machine, suite), members in sorted(groups.items()):
+        if len(members) < 2:
+            continue
+        body.append(el("h2", f"{machine} · {group_name((source, suite))}"))
+        names: dict[str, list[str]] = {}
+        for run in members:
+            for row in run.doc["benchmarks"]:
+                ids = names.setdefault(row["name"], [])
+                if row["id"] not in ids and row["status"] == "ok":
+                    ids.append(row["id"])
+        x = [short_run(r) for r in members]
+        for name, ids in names.items():
+            if not ids:
+                continue
+            shown = ids[: plots.MAX_LINES]
+            labels = plots.short_labels(shown)
+            series = [
+                plots.Series(
+                    lab,
+                    [
+                        finite(r.benchmarks[i]["value"])
+                        if i in r.benchmarks and r.benchmarks[i]["status"] == "ok"
+                        else None
+                        for r in members
+                    ],
+                )
+                for lab, i in zip(labels, shown, strict=True)
+            ]
+            units = sorted(
+                {
+                    str(r.benchmarks[i].get("unit", ""))
+                    for r in members
+                    for i in shown
+                    if i in r.benchmarks
+                }
+            )
+            more = f"; {len(shown)} of {len(ids)} cases shown" if len(ids) > len(shown) else ""
+            body.append(
+                site.figure(
+                    partial(plots.history, x, series, ylabel=", ".join(units), title=name),
+                    depth=0,
+                    alt=f"history of {name}",
+                    caption=f"{name}: median per run ({', '.join(units)}){more}.",
+                )
+            )
+            drawn += 1
+    if not drawn:
+        body.append(
+            el(
+                "p",
+                "No machine has two runs of the same suite yet: run the same "
+                "suite again (e.g. after a change) to see a history.",
+                cls="note",
+            )
+        )
+    site.write("history.html", "History", join(body))

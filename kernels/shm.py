@@ -1,0 +1,293 @@
+"""Shared-memory all-reduce, reduce-scatter and all-gather for ranks on one host (CPU).
+
+Registers the ``shm`` implementation of ``allreduce``, ``reduce_scatter`` and ``allgather``
+(same signatures as the references in ``kernels/reference.py``). On a CPU node, gloo moves
+every byte through loopback TCP: the kernel copies it into a socket buffer and out again, and
+a 2-rank ring reaches about 1 GB/s of bus bandwidth on the development VM. Ranks on one host can
+instead read each other's data directly from memory they all map, which is what DeepSpeed's CPU
+accelerator does for its inference all-reduce (``deepspeed/csrc/cpu/comm/shm.cpp``) and what
+NCCL's SHM transport does between processes of one node.
+
+Workspace: one file in ``/dev/shm`` (or the temp folder when that is missing or too small) per
+process group, created by the group's first rank, mapped by every rank with
+``torch.from_file(..., shared=True)`` and unlinked once all ranks have mapped it, so nothing is
+left behind even if a rank dies. It grows (a new file, same protocol) when a collective needs
+more; every rank computes the same size from the same arguments, so growing is collective too.
+It holds two halves used alternately by consecutive collectives (see "Synchronisation").
+
+Algorithms, with n ranks, S the bytes of the full (gathered / unreduced) tensor:
+
+- reduce-scatter: rank r copies its input into slot r of the workspace (S bytes written);
+  barrier; rank r sums segment r over the n slots in rank order into its output (reads S, writes
+  S/n). Each segment is summed by its owner only.
+- all-reduce: as reduce-scatter, but the owner writes its summed segment into a shared result
+  area (S/n); barrier; every rank copies the whole result out (reads S). Every rank copies the
+  same bytes, so results are bitwise identical across ranks.
+- all-gather: rank r copies its input into segment r of a shared area (S/n); barrier; every rank
+  copies the whole area out (reads S).
+
+Precision: fp32 sums in fp32. fp16/bf16 segments are summed in fp32 and rounded once (like the
+ring's ``fp32_partials``): the error is at most half an ulp of the result dtype. The order of
+summation is rank 0, 1, ..., n-1 for every element, on every host and for every n.
+
+Synchronisation: a barrier (``torch.distributed.barrier`` on the group: gloo's, so a dead peer
+ends in gloo's timeout, not a hang) between writing and reading. Consecutive collectives
+alternate between the two halves of the workspace, so collective k+2, which reuses the half of
+collective k, writes only after every rank has passed collective k+1's barrier, i.e. after every
+rank has finished reading collective k's data: one barrier per reduce-scatter or all-gather, two
+per all-reduce. Collectives on one group must be issued in the same order on every rank (as for
+any torch.distributed collective); the engine's comm thread guarantees that.
+
+Limits: all ranks of the group must be on one host (checked when the workspace is set up: a rank
+that cannot open the file fails the collective on every rank with a message saying so); CPU
+tensors only.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+from typing import TYPE_CHECKING, ClassVar
+
+from dsbench.kernels.registry import Impl, register
+from dsbench.kernels.ring import _check_pair, _check_reducible, _no_grad, _split
+
+if TYPE_CHECKING:
+    import torch
+
+_ALIGN = 1 << 12
+"""Segments start on page boundaries (and so on any vector width)."""
+_MIN_BYTES = 1 << 20
+
+
+def _shm_check(device: str) -> tuple[bool, str]:
+    import torch.distributed as dist
+
+    if device != "cpu":
+        return False, "shared-memory collectives move host memory; use native (NCCL/RCCL) on GPUs"
+    if not dist.is_available() or not dist.is_gloo_available():
+        return False, "needs torch.distributed with gloo (its barrier and setup)"
+    return True, ""
+
+
+def _shm_dir(nbytes: int) -> str:
+    """``/dev/shm`` when it exists and has room (containers often mount only 64 MiB), else the
+    temp folder (its page cache serves the mapping just as well while memory lasts)."""
+    for folder in ("/dev/shm", tempfile.gettempdir()):
+        try:
+            if os.path.isdir(folder) and shutil.disk_usage(folder).free > 2 * nbytes:
+                return folder
+        except OSError:
+            continue
+    return tempfile.gettempdir()
+
+
+class _Workspace:
+    """The mapped file of one process group (see the module docstring)."""
+
+    _of: ClassVar[dict[int, _Workspace]] = {}
+
+    def __init__(self, pg, rank: int, size: int) -> None:
+        self.pg = pg
+        self.rank = rank
+        self.size = size
+        self.half_bytes = 0
+        self.buffer: torch.Tensor | None = None
+        self.parity = 0
+
+    @classmethod
+    def of(cls, group) -> _Workspace | None:
+        """None when this process is not a member of ``group`` (the collective is a no-op)."""
+        import torch.distributed as dist
+
+        pg = group if group is not None else dist.group.WORLD
+        rank = dist.get_rank(pg)
+        if rank < 0:
+            return None
+        ws = cls._of.get(id(pg))
+        if ws is None or ws.pg is not pg:  # a new process group may reuse an old one's id
+            ws = cls._of[id(pg)] = cls(pg, rank, dist.get_world_size(pg))
+        return ws
+
+    def barrier(self) -> None:
+        import torch.distributed as dist
+
+        dist.barrier(group=self.pg)
+
+    def half(self, nbytes: int) -> torch.Tensor:
+        """The next half of the workspace as bytes, at least ``nbytes`` long (collective)."""
+        if nbytes > self.half_bytes:
+            self._grow(nbytes)
+        start = self.parity * self.half_bytes
+        self.parity ^= 1
+        return self.buffer[start : start + self.half_bytes]
+
+    def _grow(self, nbytes: int) -> None:
+        import torch
+        import torch.distributed as dist
+
+        half = max(_MIN_BYTES, 2 * self.half_bytes, nbytes)
+        half = -(-half // _ALIGN) * _ALIGN
+        # Everyone must be done with the old halves before they are dropped.
+        if self.buffer is not None:
+            self.barrier()
+        names: list[str | None] = [None]
+        if self.rank == 0:
+            names[0] = os.path.join(_shm_dir(2 * half), f"dsbench-shm-{uuid.uuid4().hex}")
+            fd = os.open(names[0], os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                os.ftruncate(fd, 2 * half)
+            finally:
+                os.close(fd)
+        dist.broadcast_object_list(names, src=dist.get_global_rank(self.pg, 0), group=self.pg)
+        path = names[0]
+        ok = torch.ones(1, dtype=torch.int64)
+        buffer = None
+        if os.path.exists(path):
+            buffer = torch.from_file(path, shared=True, size=2 * half, dtype=torch.uint8)
+        else:
+            ok.zero_()
+        dist.all_reduce(ok, op=dist.ReduceOp.MIN, group=self.pg)
+        if self.rank == 0:
+            os.unlink(path)  # every rank has it mapped (or failed); nothing is left behind
+        if not ok.item():
+            raise RuntimeError(
+                f"shm collectives: a rank of the group could not open {path}: all ranks must run "
+                "on one host (use the native or ring implementation across hosts)"
+            )
+        self.buffer, self.half_bytes, self.parity = buffer, half, 0
+
+
+def release_workspaces() -> None:
+    """Unmap every group's workspace (called through ``registry.release_workspaces``)."""
+    _Workspace._of.clear()
+
+
+def _offsets(sizes: list[int], itemsize: int) -> list[int]:
+    """Byte offsets of consecutive areas of ``sizes`` elements, each page-aligned."""
+    out, at = [], 0
+    for count in sizes:
+        out.append(at)
+        at += -(-count * itemsize // _ALIGN) * _ALIGN
+    out.append(at)
+    return out
+
+
+def _view(raw, offset: int, count: int, dtype) -> torch.Tensor:
+    import torch
+
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    return raw[offset : offset + count * itemsize].view(dtype)
+
+
+def _sum_segment(slots: list, out) -> None:
+    """``out`` = slots[0] + slots[1] + ... in rank order, in fp32 for half precision."""
+    import torch
+
+    if out.dtype == torch.float32:
+        torch.add(slots[0], slots[1], out=out)
+        for s in slots[2:]:
+            out.add_(s)
+        return
+    acc = slots[0].float()
+    for s in slots[1:]:
+        acc.add_(s)
+    out.copy_(acc)
+
+
+@_no_grad
+def reduce_scatter(output: torch.Tensor, input: torch.Tensor, group=None) -> torch.Tensor:
+    """Sum reduce-scatter through shared memory (see module)."""
+    _check_reducible("reduce_scatter", input, "shm")
+    ws = _Workspace.of(group)
+    if ws is None:
+        return output
+    _check_pair("reduce_scatter", output, input, ws.size, "input", "output", "shm")
+    if ws.size == 1:
+        if output.data_ptr() != input.data_ptr():
+            output.copy_(input.reshape(output.shape))
+        return output
+    if output.numel() == 0:
+        return output
+    n, m, item = ws.size, output.numel(), input.element_size()
+    offs = _offsets([n * m] * n, item)
+    raw = ws.half(offs[-1])
+    mine = _view(raw, offs[ws.rank], n * m, input.dtype)
+    mine.copy_(input.reshape(-1))
+    ws.barrier()
+    seg = slice(ws.rank * m, (ws.rank + 1) * m)
+    slots = [_view(raw, offs[j], n * m, input.dtype)[seg] for j in range(n)]
+    dst = output.view(-1) if output.is_contiguous() else output.new_empty(m)
+    _sum_segment(slots, dst)
+    if dst.data_ptr() != output.data_ptr():
+        output.copy_(dst.view(output.shape))
+    return output
+
+
+@_no_grad
+def allreduce(tensor: torch.Tensor, group=None) -> torch.Tensor:
+    """Sum all-reduce in place through shared memory (see module)."""
+    _check_reducible("allreduce", tensor, "shm")
+    ws = _Workspace.of(group)
+    if ws is None or ws.size == 1 or tensor.numel() == 0:
+        return tensor
+    n, numel, item = ws.size, tensor.numel(), tensor.element_size()
+    flat = tensor.view(-1) if tensor.is_contiguous() else tensor.contiguous().view(-1)
+    offs = _offsets([numel] * (n + 1), item)  # n input slots, then the result
+    raw = ws.half(offs[-1])
+    _view(raw, offs[ws.rank], numel, flat.dtype).copy_(flat)
+    ws.barrier()
+    bounds = _split(numel, n)
+    seg = slice(bounds[ws.rank], bounds[ws.rank + 1])
+    result = _view(raw, offs[n], numel, flat.dtype)
+    if seg.stop > seg.start:
+        slots = [_view(raw, offs[j], numel, flat.dtype)[seg] for j in range(n)]
+        _sum_segment(slots, result[seg])
+    ws.barrier()
+    flat.copy_(result)
+    if flat.data_ptr() != tensor.data_ptr():
+        tensor.copy_(flat.view(tensor.shape))
+    return tensor
+
+
+@_no_grad
+def allgather(output: torch.Tensor, input: torch.Tensor, group=None) -> torch.Tensor:
+    """All-gather through shared memory (see module)."""
+    ws = _Workspace.of(group)
+    if ws is None:
+        return output
+    _check_pair("allgather", input, output, ws.size, "output", "input", "shm")
+    m = input.numel()
+    if ws.size == 1 or m == 0:
+        if ws.size == 1 and output.data_ptr() != input.data_ptr():
+            output.copy_(input.reshape(output.shape))
+        return output
+    n, item = ws.size, input.element_size()
+    offs = _offsets([n * m], item)
+    raw = ws.half(offs[-1])
+    area = _view(raw, 0, n * m, input.dtype)
+    area[ws.rank * m : (ws.rank + 1) * m].copy_(input.reshape(-1))
+    ws.barrier()
+    if output.is_contiguous():
+        output.view(-1).copy_(area)
+    else:
+        output.copy_(area.view(output.shape))
+    return output
+
+
+for _op, _what in (
+    ("allreduce", "each rank sums its segment of everyone's copy, then all copy the result"),
+    ("reduce_scatter", "each rank sums its segment of everyone's copy"),
+    ("allgather", "each rank copies in its shard, then all copy the whole"),
+):
+    register(
+        Impl(
+            op=_op,
+            name="shm",
+            target=f"dsbench.kernels.shm:{_op}",
+            description=f"one-host shared memory (CPU): {_what}",
+            check=_shm_check,
+        )
+    )

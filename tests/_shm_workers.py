@@ -1,0 +1,200 @@
+"""Functions run on spawned ranks by tests/test_shm.py (must be importable).
+
+Expected values: the shared-memory collectives sum every element in rank order 0, 1, ..., n-1
+(fp32 arithmetic, one rounding for fp16/bf16), so each result equals, bit for bit, that sum
+replayed locally; results are compared across ranks byte for byte, against native gloo
+(bitwise for fp32 with 2 ranks and for all-gather, else within 2(n-1)·2^-24·Σ|x_i|) and, for
+fp16/bf16, against the fp64 sum within u·|sum| + n·2^-24·Σ|x_i|.
+"""
+
+from __future__ import annotations
+
+import glob
+
+import torch
+import torch.distributed as dist
+
+from dsbench.kernels import shm
+from dsbench.kernels.reference import allgather as native_allgather
+from dsbench.kernels.reference import allreduce as native_allreduce
+from dsbench.kernels.reference import reduce_scatter as native_reduce_scatter
+from tests._ring_workers import (
+    U32,
+    UNIT_ROUNDOFF,
+    check_bitwise,
+    check_bound,
+    inputs,
+    same_on_all_ranks,
+)
+
+
+def rank_order_sum(xs: list[torch.Tensor]) -> torch.Tensor:
+    acc = xs[0].float()
+    for x in xs[1:]:
+        acc = acc + x.float()
+    return acc.to(xs[0].dtype)
+
+
+class Checker:
+    def __init__(self, group, members: list[int]):
+        self.group, self.members, self.n = group, members, len(members)
+        self.rank = dist.get_rank(group)
+        self.failures: list[str] = []
+        self.checks = 0
+
+    def record(self, *results: str | None) -> None:
+        self.checks += len(results)
+        self.failures += [f"[group {self.members} rank {self.rank}] {r}" for r in results if r]
+
+    def allreduce(self, seed, numel, dtype, *, transposed=None):
+        xs = inputs(seed, self.members, numel, dtype)
+        name = f"allreduce {dtype} numel={numel}"
+        x = xs[self.rank].clone()
+        if transposed is not None:
+            x = x.reshape(transposed[::-1]).t()
+            xs = [v.reshape(transposed[::-1]).t().reshape(-1) for v in xs]
+            name += f" non-contiguous {tuple(x.shape)}"
+        got = shm.allreduce(x, group=self.group).reshape(-1)
+        exact = torch.stack([v.double() for v in xs]).sum(0)
+        mag = torch.stack([v.double().abs() for v in xs]).sum(0)
+        bound = (
+            (self.n - 1) * U32 * mag
+            if dtype == torch.float32
+            else UNIT_ROUNDOFF[dtype] * exact.abs() + self.n * U32 * mag
+        )
+        self.record(
+            check_bitwise(name + " vs rank order", got, rank_order_sum(xs)),
+            check_bound(name + " vs fp64", got, exact, bound),
+            same_on_all_ranks(name, got, self.group),
+        )
+        if dtype == torch.float32:
+            native = native_allreduce(xs[self.rank].clone(), group=self.group)
+            both = 2 * (self.n - 1) * U32 * mag
+            self.record(check_bound(name + " vs native", got, native.double(), both))
+
+    def reduce_scatter(self, seed, per_rank, dtype):
+        n, r = self.n, self.rank
+        xs = inputs(seed, self.members, n * per_rank, dtype)
+        name = f"reduce_scatter {dtype} {n}x{per_rank}"
+        out = torch.full((per_rank,), float("nan"), dtype=dtype)  # poisoned
+        src = xs[r].clone()
+        shm.reduce_scatter(out, src, group=self.group)
+        mine = slice(r * per_rank, (r + 1) * per_rank)
+        self.record(
+            check_bitwise(name + " vs rank order", out, rank_order_sum(xs)[mine]),
+            check_bitwise(name + " input untouched", src, xs[r]),
+        )
+        if dtype == torch.float32:
+            native = torch.empty_like(out)
+            native_reduce_scatter(native, xs[r].clone(), group=self.group)
+            mag = torch.stack([v[mine].double().abs() for v in xs]).sum(0)
+            self.record(
+                check_bound(name + " vs native", out, native.double(), 2 * (n - 1) * U32 * mag)
+            )
+        inplace = xs[r].clone()
+        shm.reduce_scatter(inplace[mine], inplace, group=self.group)
+        self.record(check_bitwise(name + " in place", inplace[mine], out))
+
+    def allgather(self, seed, per_rank, dtype):
+        n, r = self.n, self.rank
+        g = torch.Generator().manual_seed(seed * 1009 + self.members[r])
+        mine = torch.randint(-1000, 1000, (per_rank,), generator=g).to(dtype)
+        name = f"allgather {dtype} {n}x{per_rank}"
+        out = torch.full((n * per_rank,), 7, dtype=dtype)
+        shm.allgather(out, mine, group=self.group)
+        native = torch.empty_like(out)
+        native_allgather(native, mine, group=self.group)
+        inplace = torch.zeros(n * per_rank, dtype=dtype)
+        inplace[r * per_rank : (r + 1) * per_rank].copy_(mine)
+        shm.allgather(inplace, inplace[r * per_rank : (r + 1) * per_rank], group=self.group)
+        self.record(
+            check_bitwise(name + " vs native", out, native),
+            check_bitwise(name + " in place", inplace, native),
+        )
+
+
+def run_cases(c: Checker, seed: int, big: int = 1_000_003) -> None:
+    """Odd sizes (the workspace grows: 1 MiB, then larger), every dtype, in place and not, and
+    a run of back-to-back collectives of different kinds (the two workspace halves alternate)."""
+    n = c.n
+    f32, f16, bf16 = torch.float32, torch.float16, torch.bfloat16
+    for numel in (0, 1, n - 1, n + 1, 4 * n + 3):
+        c.allreduce(seed + numel, numel, f32)
+    c.allreduce(seed + 1, big, f32)  # grows the workspace
+    c.allreduce(seed + 2, 6 * 35, f32, transposed=(6, 35))
+    for dtype in (f16, bf16):
+        c.allreduce(seed + 3, 100_003, dtype)
+    for dtype in (f32, f16, bf16):
+        c.reduce_scatter(seed + 4, 50_001, dtype)
+    c.reduce_scatter(seed + 5, 1, f32)
+    c.reduce_scatter(seed + 6, 0, f32)
+    for dtype in (f32, bf16, torch.int64):
+        c.allgather(seed + 7, 50_001, dtype)
+    c.allgather(seed + 8, 0, f32)
+    for i in range(12):  # back to back, no native collective in between
+        kind = i % 3
+        size = 1000 + 997 * i
+        if kind == 0:
+            c.reduce_scatter(seed + 20 + i, size, f32)
+        elif kind == 1:
+            c.allgather(seed + 20 + i, size, f32)
+        else:
+            c.allreduce(seed + 20 + i, size * n, bf16)
+    c.allreduce(seed + 40, 3 * big, f32)  # grows again, between collectives
+
+
+def check_edges(world: int, rank: int) -> list[str]:
+    failures = []
+    singles = [dist.new_group([i]) for i in range(world)]
+    one = singles[rank]
+    x = torch.randn(11)
+    if not torch.equal(shm.allreduce(x.clone(), group=one), x):
+        failures.append("world size 1: allreduce changed the tensor")
+    out = torch.empty(11)
+    if not torch.equal(shm.reduce_scatter(out, x, group=one), x):
+        failures.append("world size 1: reduce_scatter is not a copy")
+    out = torch.empty(11)
+    if not torch.equal(shm.allgather(out, x, group=one), x):
+        failures.append("world size 1: allgather is not a copy")
+    leaf = torch.ones(5, requires_grad=True)
+    if not torch.equal(shm.allreduce(leaf).detach(), torch.full((5,), float(world))):
+        failures.append("allreduce of a tensor that requires grad")
+    bad = [
+        (lambda: shm.allreduce(torch.ones(4, dtype=torch.float64)), TypeError,
+         "shm allreduce: dtype float64 is not supported"),
+        (lambda: shm.reduce_scatter(torch.empty(3), torch.empty(3 * world + 1)), ValueError,
+         f"shm reduce_scatter: input must have world_size ({world}) x output.numel()"),
+        (lambda: shm.allgather(torch.empty(2 * world), torch.empty(2, dtype=torch.float16)),
+         ValueError, "shm allgather: output and input must share dtype"),
+    ]  # fmt: skip
+    for call, error, message in bad:
+        try:
+            call()
+            failures.append(f"no {error.__name__} for {message!r}")
+        except error as exc:
+            if message not in str(exc):
+                failures.append(f"{error.__name__} {exc!s} does not say {message!r}")
+    return failures
+
+
+def check_shm(payload, *, device, send):
+    world, rank = dist.get_world_size(), dist.get_rank()
+    seed = payload["seed"]
+    checkers = [Checker(None, list(range(world)))]
+    run_cases(checkers[0], seed)
+    failures = check_edges(world, rank)
+    if world == 4:
+        pairs = [dist.new_group([0, 2]), dist.new_group([1, 3])]
+        checkers.append(Checker(pairs[rank % 2], [0, 2] if rank % 2 == 0 else [1, 3]))
+        run_cases(checkers[-1], seed + 100, big=100_003)
+        trio = dist.new_group([1, 2, 3])
+        x = torch.ones(10)
+        shm.allreduce(x, group=trio)
+        if not torch.equal(x, torch.full((10,), 1.0 if rank == 0 else 3.0)):
+            failures.append(f"group {{1, 2, 3}}, global rank {rank}: got {x.tolist()}")
+    dist.barrier()
+    left = glob.glob("/dev/shm/dsbench-shm-*")  # unlinked once mapped: nothing stays behind
+    if left:
+        failures.append(f"workspace files left behind: {left}")
+    failures += [f for c in checkers for f in c.failures]
+    send({"rank": rank, "checks": sum(c.checks for c in checkers), "failures": failures})

@@ -1,0 +1,444 @@
+"""dsbench publish: a static site from the committed results and from synthetic ones (hostile
+strings, an old schema, a corrupt file, asv runs, an empty folder), checked file by file and, in
+headless Chromium, as a browser shows it."""
+
+import html
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from dsbench import compare, results
+from dsbench.cli import main
+from dsbench.publish import comparisons, site
+from dsbench.publish import runs as run_pages
+from tests.conftest import make_doc, make_row, write_json
+
+REPO = Path(__file__).resolve().parents[1]
+HOSTILE = "<script>alert(1)</script>"
+LINK = re.compile(r'\b(?:href|src)="([^"]*)"')
+
+
+def _publish(results_dir, out, capsys=None) -> int:
+    return main(["publish", "--results", str(results_dir), "--out", str(out)])
+
+
+def _pages(out: Path) -> list[Path]:
+    """The site's own pages (asv's copied pages are asv's)."""
+    return [p for p in out.rglob("*.html") if p.relative_to(out).parts[0] != "asv"]
+
+
+def _check_links_and_images(out: Path) -> None:
+    """Every href/src is relative and resolves to a file of the site; images are real PNGs."""
+    for page in _pages(out):
+        text = page.read_text()
+        for target in LINK.findall(text):
+            target = html.unescape(target)
+            assert not re.match(r"^[a-z]+:", target), f"{page}: non-local link {target}"
+            assert not target.startswith("/"), f"{page}: absolute link {target}"
+            resolved = (page.parent / target.split("#")[0]).resolve()
+            assert resolved.is_file(), f"{page}: broken link {target}"
+            assert out.resolve() in resolved.parents, f"{page}: link leaves the site: {target}"
+            if target.endswith(".png"):
+                assert resolved.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", resolved
+        assert "<script" not in text.lower(), f"{page}: a script element"
+
+
+@pytest.fixture(scope="module")
+def committed_site(tmp_path_factory):
+    """The site of the reference runs committed in results/ (dsbench's, schema 1 files, and
+    asv's when committed); asv's own pages (git-ignored) are left out."""
+    tmp = tmp_path_factory.mktemp("committed")
+    res = tmp / "results"
+    shutil.copytree(REPO / "results", res, ignore=shutil.ignore_patterns("asv-html"))
+    out = tmp / "site"
+    assert _publish(res, out) == 0
+    return res, out
+
+
+def _section(page: str, heading: str) -> str:
+    """The part of a comparison page under ``<h2>heading</h2>``, up to the next ``<h2>``."""
+    return page.split(f"<h2>{heading}</h2>", 1)[1].split("<h2>", 1)[0]
+
+
+def test_committed_results_make_a_complete_site(committed_site):
+    res, out = committed_site
+    runs = results.load_runs(res)
+    assert any(r.migrated_from == 1 for r in runs)
+    for name in ("index.html", "comparisons.html", "history.html", "profiles.html",
+                 "claims.html", "style.css", site.MARKER):  # fmt: skip
+        assert (out / name).is_file(), name
+    index = (out / "index.html").read_text()
+    for run in runs:
+        page = out / "runs" / f"{results.slug(run.id)}.html"
+        assert page.is_file()
+        assert f'href="runs/{page.name}"' in index
+        text = page.read_text()
+        assert ("migrated from schema 1" in text) == (run.migrated_from == 1)
+        assert "Environment" in text and html.escape(run.fields["torch"]) in text
+    assert "CPU · Python 3.11.7 · DeepSpeed 0.18.3" in index  # grouped by the versions
+    assert "asv publish" in index  # no results/asv-html here: the index says how to make it
+    # The committed training runs hold both sides of these two comparisons.
+    assert (out / "compare" / "deepspeed-0.18.3-vs-0.18.4.html").is_file()
+    assert (out / "compare" / "engine-dsbench-vs-deepspeed.html").is_file()
+    # Every comparison is either a page the lists link, or listed as having no data.
+    listing = (out / "comparisons.html").read_text()
+    for axis in comparisons.AXES:
+        has_page = (out / "compare" / f"{axis.slug}.html").is_file()
+        assert (f'href="compare/{axis.slug}.html"' in listing) == has_page
+        assert (f'href="compare/{axis.slug}.html"' in index) == has_page
+        assert (f"{html.escape(axis.title)}</strong> — no data" in listing) != has_page
+    _check_links_and_images(out)
+    assert len(list((out / "img").glob("*.png"))) >= 6
+
+
+def test_engine_page_holds_the_compare_table(committed_site):
+    """The comparison page's rows are dsbench.compare's: same pairing, ratios and verdict."""
+    res, out = committed_site
+    runs = results.load_runs(res)
+    both = [r for r in runs if r.doc.get("suite") == "training"
+            and {row["params"].get("engine") for row in r.doc["benchmarks"]}
+            >= {"dsbench", "deepspeed"}]  # fmt: skip
+    base, cont, _ = compare.pick_runs([both[-1]], "engine=deepspeed", "engine=dsbench")
+    rep = compare.report(base, cont, axes={"engine"}, fmt="plain")
+    page = _section(
+        (out / "compare" / "engine-dsbench-vs-deepspeed.html").read_text(), "training suite"
+    )
+    assert html.escape(rep.verdict) in page
+    body = page.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
+    assert body.count("<tr") == len(rep.rows) == 12
+    for row in rep.rows:
+        assert f'title="{html.escape(row.id)}"' in page
+        assert f"<td>{row.ratio:.3f}</td>" in page
+        if row.change:
+            assert f'<tr class="{row.change}">' in body
+    assert page.count("<figure>") == 2  # bars with CIs, % of peak (MFU)
+    assert "No history yet: only one run of this group holds both sides." in page
+    ds_page = _section(
+        (out / "compare" / "deepspeed-0.18.3-vs-0.18.4.html").read_text(), "training suite"
+    )
+    assert ds_page.count("<figure>") == 3 and "History over the 3 runs" in ds_page
+
+
+def test_profiles_roofline_and_claims_pages(committed_site):
+    _, out = committed_site
+    profiles = (out / "profiles.html").read_text()
+    for name in ("a100-40gb-sxm", "a100-80gb-sxm", "mi250x-gcd", "h100-sxm", "h200-sxm", "mi300x"):
+        assert f'<th colspan="3" scope="colgroup">{name}</th>' in profiles
+        assert (out / "roofline" / f"{name}.html").is_file()
+    assert 'class="num modelled"' in profiles and "never measured" in profiles
+    assert (out / "cross-profile.csv").read_text().count("\n") > 10
+    cpu = (out / "roofline" / "cpu.html").read_text()
+    assert "<img" in cpu and "Measured kernels" in cpu and "measured on this machine" in cpu
+    assert "gemm[dtype=bfloat16,impl=torch,size=2048]" in cpu
+    claims = (out / "claims.html").read_text()
+    assert "Not available yet" not in claims, "claims page not built"
+
+
+# ---------------------------------------------------------------------------- hostile input
+
+
+def _hostile_results(tmp_path: Path) -> Path:
+    """Two runs whose every string is hostile (and one with a mathtext-breaking name), a
+    schema-1 file, a corrupt file."""
+    res = tmp_path / "results"
+    bad_id = f"gemm[size=1,x={HOSTILE}$\\frac{{$]"
+    env = {
+        "devices": [{"name": HOSTILE}],
+        "backend": "cuda",
+        "profile": {"name": HOSTILE},
+        "packages": {"torch": "2.13.0", "deepspeed": "0.18.3"},
+    }
+    rows = [
+        make_row(bad_id, [10.0 + i * 0.01 for i in range(20)]),
+        make_row(f"{HOSTILE}[k=1]", [], status="failed"),
+        make_row("allreduce[size=1]", [5.0 + i * 0.01 for i in range(20)]),
+    ]
+    rows[1]["error"] = f"RuntimeError: {HOSTILE}\n  at line 1"
+    rows[0]["notes"] = {"note": HOSTILE}
+    rows[0]["pct_of_peak"] = 40.0
+    for k, ds in enumerate(("0.18.3", "0.18.4")):
+        doc = make_doc(
+            f"20261130T000000Z-../../{HOSTILE}",
+            f"2026-11-3{k}T00:00:00+00:00",
+            rows,
+            label=HOSTILE,
+            machine=HOSTILE,
+            env=dict(env, packages={"torch": "2.13.0", "deepspeed": ds}),
+        )
+        doc["suite"] = HOSTILE
+        write_json(res / "evil" / f"run{k}.json", doc)
+    old = make_doc(
+        "20261101T000000Z-oldold",
+        "2026-11-01T00:00:00+00:00",
+        [make_row("adamw[params=1]", [1.0, 2.0, 3.0])],
+        label="from-v1",
+    )
+    old["schema_version"] = 1
+    del old["source"]
+    write_json(res / "testbox" / "old.json", old)
+    (res / "testbox" / "corrupt.json").write_text('{"schema": "dsbench-result", "run_id": ')
+    return res
+
+
+@pytest.fixture(scope="module")
+def hostile_site(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("hostile")
+    res = _hostile_results(tmp)
+    out = tmp / "site"
+    assert _publish(res, out) == 0
+    return res, out
+
+
+def test_hostile_strings_show_as_text(hostile_site):
+    _res, out = hostile_site
+    escaped = html.escape(HOSTILE)
+    index = (out / "index.html").read_text()
+    assert index.count(escaped) >= 4  # label, machine, suite, device (group heading and rows)
+    pages = _pages(out)
+    assert all(p.resolve().is_relative_to(out.resolve()) for p in out.rglob("*"))
+    run_pages = sorted(p.name for p in (out / "runs").glob("*.html"))
+    stem = results.slug(f"20261130T000000Z-../../{HOSTILE}")  # two runs with that id: 2 pages
+    assert run_pages == ["20261101T000000Z-oldold.html", f"{stem}-2.html", f"{stem}.html"]
+    evil = (out / "runs" / f"{stem}.html").read_text()
+    for text in (
+        f"RuntimeError: {escaped}",
+        f"gemm[size=1,x={escaped}$\\frac{{$]",
+        f"{escaped}[k=1]",
+    ):
+        assert text in evil
+    compare_page = (out / "compare" / "deepspeed-0.18.3-vs-0.18.4.html").read_text()
+    assert escaped in compare_page and "<figure>" in compare_page
+    _check_links_and_images(out)  # also: no <script anywhere
+    assert all(HOSTILE not in p.read_text() for p in pages)
+
+
+def test_old_schema_migrated_and_corrupt_file_named(hostile_site, capsys):
+    res, out = hostile_site
+    index = (out / "index.html").read_text()
+    assert "1 file(s) skipped" in index and "corrupt.json: corrupt JSON" in index
+    assert "from-v1" in index
+    old_page = (out / "runs" / "20261101T000000Z-oldold.html").read_text()
+    assert "migrated from schema 1" in old_page
+    raw = (res / "testbox" / "old.json").read_text()
+    assert '"schema_version": 1' in raw and '"source"' not in raw, "the file must not change"
+
+
+def test_warning_names_the_corrupt_file_on_stderr(tmp_path, capsys):
+    res = tmp_path / "results"
+    results.write_run(
+        make_doc(
+            "20261130T000000Z-aaaaaa",
+            "2026-11-30T00:00:00+00:00",
+            [make_row("adamw[params=1]", [1.0, 2.0])],
+        ),
+        root=res,
+    )
+    (res / "testbox" / "broken.json").write_text("{")
+    assert _publish(res, tmp_path / "site") == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "broken.json" in err[0] and "corrupt JSON" in err[0]
+
+
+# ---------------------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize("setup", ["empty", "missing", "only-corrupt"])
+def test_nothing_to_publish_is_one_line_exit_2_nothing_written(tmp_path, capsys, setup):
+    res = tmp_path / "results"
+    if setup != "missing":
+        res.mkdir()
+    if setup == "only-corrupt":
+        (res / "x.json").write_text("not json")
+    out = tmp_path / "site"
+    assert _publish(res, out) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("dsbench: error: nothing to publish")
+    assert "dsbench run" in err[-1]
+    assert len(err) == (2 if setup == "only-corrupt" else 1)  # the warning, then the error
+    assert not out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == (["results"] if setup != "missing" else [])
+
+
+def _one_run(res: Path) -> None:
+    results.write_run(
+        make_doc(
+            "20261130T000000Z-aaaaaa",
+            "2026-11-30T00:00:00+00:00",
+            [make_row("adamw[params=1]", [1.0, 2.0, 3.0])],
+        ),
+        root=res,
+    )
+
+
+def test_out_must_be_new_empty_or_a_previous_site(tmp_path, capsys):
+    res = tmp_path / "results"
+    _one_run(res)
+    foreign = tmp_path / "docs"
+    foreign.mkdir()
+    (foreign / "keep.txt").write_text("mine")
+    assert _publish(res, foreign) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is not a dsbench site" in err[0]
+    assert [p.name for p in foreign.iterdir()] == ["keep.txt"]
+    assert _publish(res, res) == 2  # the results folder itself
+    assert "overlap" in capsys.readouterr().err
+    assert _publish(res, res / "site") == 2
+    assert not (res / "site").exists()
+    (tmp_path / "file").write_text("x")
+    assert _publish(res, tmp_path / "file") == 2
+    assert "not a folder" in capsys.readouterr().err
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert _publish(res, empty) == 0 and (empty / site.MARKER).is_file()
+    (empty / "stale.html").write_text("old page")
+    assert _publish(res, empty) == 0  # a previous site is replaced as a whole
+    assert not (empty / "stale.html").exists() and (empty / "index.html").is_file()
+    leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith(".dsbench-site")]
+    assert leftovers == []
+
+
+def test_failed_build_leaves_the_previous_site(tmp_path, monkeypatch):
+    res = tmp_path / "results"
+    _one_run(res)
+    out = tmp_path / "site"
+    assert _publish(res, out) == 0
+    before = (out / "index.html").read_text()
+
+    def boom(site):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(run_pages, "history_page", boom)
+    with pytest.raises(RuntimeError, match="disk full"):
+        _publish(res, out)
+    assert (out / "index.html").read_text() == before
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".dsbench")] == []
+
+
+def test_comparisons_without_data_say_what_to_run(tmp_path):
+    res = tmp_path / "results"
+    _one_run(res)
+    out = tmp_path / "site"
+    assert _publish(res, out) == 0
+    assert not (out / "compare").exists()
+    listing = (out / "comparisons.html").read_text()
+    assert (
+        "CUDA vs ROCm</strong> — no data: needs runs matching <code>backend=cuda</code> and "
+        "<code>backend=rocm</code>; to get them, run <code>dsbench run</code>" in listing
+    )
+    assert "<code>make run PYTHON=python3.12 VENV=.venv-py312</code>" in listing
+    assert "<code>pip install deepspeed==0.18.3 &amp;&amp; dsbench run --suite training" in listing
+    assert listing.count("— no data") == 4
+    assert listing.split("<ul", 1)[1].split("</ul>", 1)[0] in (out / "index.html").read_text()
+
+
+def test_cuda_vs_rocm_page_when_both_backends_exist(tmp_path):
+    res = tmp_path / "results"
+    for k, (backend, device, value) in enumerate(
+        [("cuda", "NVIDIA H100 80GB HBM3", 300.0), ("rocm", "AMD Instinct MI250X", 150.0)]
+    ):
+        rows = [make_row("gemm[dtype=float16,size=8192]", [value + i * 0.1 for i in range(20)],
+                         unit="TFLOP/s")]  # fmt: skip
+        env = {"backend": backend, "devices": [{"name": device}]}
+        doc = make_doc(f"2026113{k}T000000Z-{backend}", f"2026-11-3{k}T00:00:00+00:00", rows,
+                       env=env, machine=f"{backend}-box")  # fmt: skip
+        results.write_run(doc, root=res)
+    out = tmp_path / "site"
+    assert _publish(res, out) == 0
+    page = (out / "compare" / "cuda-vs-rocm.html").read_text()
+    assert "quick suite" in page and "<td>0.502</td>" in page and '<tr class="worse">' in page
+    assert "device (NVIDIA H100 80GB HBM3 vs AMD Instinct MI250X)" in page  # a confounder, said
+    index = (out / "index.html").read_text()
+    assert 'href="compare/cuda-vs-rocm.html"' in index
+    assert "CPU · " not in index and "· CUDA · " in index and "· ROCm · " in index
+    _check_links_and_images(out)
+
+
+# ---------------------------------------------------------------------------- asv
+
+
+def test_asv_runs_and_asv_pages(tmp_path):
+    from tests.test_asv_results import BENCHMARKS_JSON, COMMIT, T0, _asv_file
+
+    res = tmp_path / "results"
+    _one_run(res)
+    write_json(res / "asv" / "benchmarks.json", BENCHMARKS_JSON)
+    write_json(res / "asv" / "devbox" / "machine.json", {"machine": "devbox", "version": 1})
+    for k, py in enumerate(("3.11", "3.12")):
+        doc = _asv_file(
+            py, "0.18.4", adamw=20.0 - 4 * k, decode=4.0, train=1000.0, started=T0 + k * 60_000
+        )
+        write_json(res / "asv" / "devbox" / f"{COMMIT[:8]}-{doc['env_name']}.json", doc)
+    asv_html = res / "asv-html"
+    asv_html.mkdir()
+    (asv_html / "index.html").write_text("<html><body>asv</body></html>")
+    write_json(asv_html / "graphs" / "summary.json", {"x": 1})  # not a dsbench result file
+    (asv_html / "escape").symlink_to("/etc")
+    out = tmp_path / "site"
+    assert _publish(res, out) == 0
+    index = (out / "index.html").read_text()
+    assert 'href="asv/index.html"' in index and "sources: asv, dsbench" in index
+    assert (out / "asv" / "index.html").is_file() and not (out / "asv" / "escape").exists()
+    page = (out / "compare" / "python-3.11-vs-3.12.html").read_text()
+    assert "asv suite (asv)" in page and "python 3.11" in page
+    asv_run = next((out / "runs").glob("asv-*.html")).read_text()
+    assert 'href="../asv/index.html"' in asv_run
+
+
+# ---------------------------------------------------------------------------- the browser
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    from tests._chromium import find_chromium
+
+    exe = find_chromium()
+    if exe is None:  # make test installs it; try here too, for a bare `pytest`
+        proc = subprocess.run(
+            ["sh", str(REPO / "tests" / "install_chromium.sh")],
+            capture_output=True,
+            text=True,
+            timeout=1200,
+        )
+        exe = find_chromium()
+        if exe is None:
+            why = (proc.stderr or proc.stdout).strip().splitlines()
+            pytest.skip(
+                "Chromium is not installed and could not be installed: "
+                + (why[-1] if why else f"install_chromium.sh exit {proc.returncode}")
+            )
+    return exe
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("which", "page"),
+    [
+        ("committed", "index.html"),
+        ("committed", "compare/engine-dsbench-vs-deepspeed.html"),
+        ("committed", "roofline/cpu.html"),
+        ("hostile", "index.html"),
+        ("hostile", "compare/deepspeed-0.18.3-vs-0.18.4.html"),
+    ],
+)
+def test_pages_in_headless_chromium(chromium, committed_site, hostile_site, tmp_path, which, page):
+    from tests._chromium import open_page
+
+    out = (committed_site if which == "committed" else hostile_site)[1]
+    shot = tmp_path / f"{which}-{page.replace('/', '-')}.png"
+    report = open_page(chromium, out / page, shot, tmp_path)
+    print(f"screenshot: {shot}")
+    assert report.errors == []
+    assert report.external == []
+    assert report.scripts == 0
+    assert report.tables >= 1 and report.table_rows >= 1
+    assert report.title.endswith("· dsbench")
+    assert all(img["complete"] and img["width"] > 0 for img in report.images), report.images
+    if page.startswith("compare/") or page.startswith("roofline/"):
+        assert report.images, "a comparison or roofline page without charts"
+    if which == "hostile":
+        assert HOSTILE in report.text  # shown as text, not run
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
