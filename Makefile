@@ -12,7 +12,28 @@ SUITE ?= quick
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.dsbench-installed
 
-.PHONY: run test lint format bench asv clean-venv
+# Python 3.12: a second venv for a smoke subset of the tests, and the second Python of asv's
+# matrix. pyenv's shims expose one version per command name; listing the newest 3.11 and 3.12
+# together (PYENV_VERSION=3.11.x:3.12.y) makes python3.12 visible next to python3.11.
+PY312_PATH := $(shell command -v pyenv >/dev/null 2>&1 && \
+  printf '%s:%s' "$$(pyenv latest 3.11 2>/dev/null)" "$$(pyenv latest 3.12 2>/dev/null)")
+PYTHON312 ?= python3.12
+VENV312 ?= .venv312
+STAMP312 := $(VENV312)/.dsbench-installed
+# config, results, compare, statistics, timing, the asv reader and one small ZeRO engine test
+TESTS_PY312 ?= tests/test_zero_config.py tests/test_results.py tests/test_compare.py \
+  tests/test_stats.py tests/test_timing.py tests/test_asv_results.py \
+  tests/test_zero_engine.py::test_three_ranks_uneven_shards
+# Non-empty: fail instead of skipping the 3.12 subset when no python3.12 exists. Defaults to $CI,
+# which CI systems (and .ci/run) set.
+REQUIRE_PY312 ?= $(CI)
+# asv's full matrix: results/asv/<machine>/, committed as reference runs.
+ASV_MACHINE ?= $(or $(DSBENCH_MACHINE),$(shell hostname))
+ASV_RUN_FLAGS ?= --quick --show-stderr --record-samples
+# The sizes the asv benchmarks take (DSBENCH_ASV_SUITE): smoke, quick or full.
+ASV_SUITE ?= quick
+
+.PHONY: run test test-py312 lint format bench asv asv-full clean-venv
 
 $(STAMP): pyproject.toml Makefile
 	@if [ ! -x $(BIN)/python ]; then \
@@ -37,7 +58,26 @@ run: $(STAMP)
 
 test: $(STAMP)
 	sh kernels/csrc/install_hip.sh
+	@sh tests/install_chromium.sh || echo "dsbench: Chromium not installable; the browser tests will skip"
 	$(BIN)/python -m pytest
+	@$(MAKE) --no-print-directory test-py312
+
+# The smoke subset on Python 3.12, in $(VENV312); torch from the registry (for 3.12 a CUDA
+# build, ~3 GB, which runs on CPUs too).
+test-py312:
+	@if PYENV_VERSION=$(PY312_PATH) $(PYTHON312) -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null; then \
+	  $(MAKE) --no-print-directory $(STAMP312) && $(VENV312)/bin/python -m pytest $(TESTS_PY312); \
+	elif [ -n "$(REQUIRE_PY312)" ]; then \
+	  echo "dsbench: no Python 3.12 ($(PYTHON312)) found, and REQUIRE_PY312 is set"; exit 1; \
+	else \
+	  echo "dsbench: no Python 3.12 ($(PYTHON312)) found: skipping the Python 3.12 smoke tests"; \
+	fi
+
+$(STAMP312): pyproject.toml Makefile
+	@test -x $(VENV312)/bin/python || PYENV_VERSION=$(PY312_PATH) $(PYTHON312) -m venv $(VENV312)
+	@$(VENV312)/bin/python -c 'import torch' 2>/dev/null || $(VENV312)/bin/python -m pip install "$(TORCH_SPEC)"
+	$(VENV312)/bin/python -m pip install -e ".[dev]"
+	@touch $(STAMP312)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -54,5 +94,17 @@ asv: $(STAMP)
 	$(BIN)/asv machine --yes
 	$(BIN)/asv run --python=same --quick --set-commit-hash $$(git rev-parse HEAD)
 
+# asv over its whole matrix on HEAD: Python 3.11 and 3.12 x DeepSpeed 0.18.3 and 0.18.4, four
+# virtualenvs under .asv/env (built once, then reused; pip keeps the wheels it built). Then e.g.
+#   dsbench compare --baseline python=3.11 --contender python=3.12
+# `asv machine --yes --machine NAME` would store the name alone (asv keeps only the values that
+# differ from its defaults), so the machine entry is written with all of asv's defaults.
+asv-full: $(STAMP)
+	$(BIN)/python -c 'import sys; from asv.machine import Machine, MachineCollection; \
+	  info = {**Machine.get_defaults(), "machine": sys.argv[1]}; \
+	  MachineCollection.save(sys.argv[1], info)' "$(ASV_MACHINE)"
+	DSBENCH_ASV_SUITE=$(ASV_SUITE) PYENV_VERSION=$(PY312_PATH) \
+	  $(BIN)/asv run $(ASV_RUN_FLAGS) --machine "$(ASV_MACHINE)" HEAD^!
+
 clean-venv:
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(VENV312)

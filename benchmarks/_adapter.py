@@ -1,16 +1,20 @@
 """Turn dsbench benchmark definitions into asv benchmark classes (nothing is defined twice).
 
-For a definition ``b`` this makes a class with asv's ``params``/``param_names`` from
-``b.cases(suite, ctx)`` (suite from $DSBENCH_ASV_SUITE, default ``quick``) and:
+For a definition ``b`` this makes a class named ``b.name`` in CamelCase (``train_step`` ->
+``TrainStep``; :mod:`dsbench.asv_results` maps asv's results back by that name) with asv's
+``params``/``param_names`` from ``b.cases(suite, ctx)`` (suite from $DSBENCH_ASV_SUITE, default
+``quick``) and:
 
 - ``track_<primary metric>``: the value measured by dsbench's timing core (device events and
-  L2 flush on GPUs), with its unit (GB/s, TFLOP/s, ...);
-- ``time_call`` and ``peakmem_call``: asv's own timing and host-memory peak of one call
-  (single-process benchmarks only);
-- ``track_device_peak_bytes`` (GPU only): the allocator's peak (asv's ``peakmem_`` sees host
-  memory only).
+  L2 flush on GPUs; the timing settings ``dsbench run`` uses for the benchmark's suite), with
+  its unit: GB/s, TFLOP/s, samples/s, ms/token, ms;
+- ``time_call`` (seconds) and ``peakmem_call`` (bytes): asv's own timing and host-memory peak
+  of one call (single-process benchmarks only);
+- ``track_device_peak_bytes`` (GPU only, bytes): the allocator's peak, the largest rank's for
+  multi-rank benchmarks (asv's ``peakmem_`` sees host memory only, and only its own process).
 
-Collectives spawn their ranks inside ``track_*``. A case that cannot run in this environment
+Collectives and training steps spawn their ranks inside each ``track_*`` call. A case that
+cannot run in this environment (DeepSpeed not installed, an implementation without its device)
 raises ``NotImplementedError``, which asv records as skipped.
 """
 
@@ -33,6 +37,12 @@ def _setting():
     env = collect_env("cuda" if torch.cuda.is_available() else "cpu", telemetry=False)
     ctx = runner.context_for(env, os.environ.get("DSBENCH_ASV_SUITE", "quick"))
     return ctx, runner.profile_for(env, ctx)
+
+
+def timing_suite(bench: Benchmark, suite: str) -> str:
+    """The timing settings ``dsbench run`` would use: the suite's, or for a benchmark outside
+    it (training, inference) its own suite's; ``smoke`` stays smoke."""
+    return suite if suite == "smoke" or suite in bench.suites else bench.suites[0]
 
 
 def asv_class(bench: Benchmark) -> type:
@@ -58,7 +68,7 @@ def asv_class(bench: Benchmark) -> type:
         from dsbench import runner
 
         ctx_, profile = _setting()
-        config = runner.TIMING["smoke" if ctx_.suite == "smoke" else "quick"]
+        config = runner.TIMING[timing_suite(bench, ctx_.suite)]
         params = params_of(args)
         if bench.ranks_param:
             rows: list[dict] = []
@@ -88,19 +98,28 @@ def asv_class(bench: Benchmark) -> type:
         "__doc__": bench.description,
     }
     if not bench.ranks_param:
+        sync = torch_sync() if ctx.gpu else None
 
         def time_call(self, *args):
             self.case.fn(*self.case.args[0])
+            if sync is not None:  # GPU work is asynchronous: time it to completion
+                sync()
 
         def peakmem_call(self, *args):
             self.case.fn(*self.case.args[0])
 
         attrs.update(time_call=time_call, peakmem_call=peakmem_call)
-        if ctx.gpu:  # asv's peakmem_ sees host memory only; the GPU allocator's peak is tracked
+    if ctx.gpu:  # asv's peakmem_ sees host memory only; the GPU allocator's peak is tracked
 
-            def track_device_peak_bytes(self, *args):
-                return measured_row(self, *args)["memory"]["device_peak_allocated_bytes"]
+        def track_device_peak_bytes(self, *args):
+            return measured_row(self, *args)["memory"]["device_peak_allocated_bytes"]
 
-            track_device_peak_bytes.unit = "bytes"
-            attrs["track_device_peak_bytes"] = track_device_peak_bytes
+        track_device_peak_bytes.unit = "bytes"
+        attrs["track_device_peak_bytes"] = track_device_peak_bytes
     return type(bench.name.title().replace("_", ""), (), attrs)
+
+
+def torch_sync():
+    import torch
+
+    return torch.cuda.synchronize

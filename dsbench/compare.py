@@ -4,7 +4,14 @@ only when it is statistically significant AND beyond a factor, in the metric's o
 - Direction: each row carries ``direction`` (higher is better for throughput, lower for time
   and memory); asv treats everything as lower-is-better, dsbench does not.
 - Significance: Mann–Whitney U on the raw samples (p < 0.01), or non-overlapping 99% CIs of
-  the medians when samples are too few (see :mod:`dsbench.stats`).
+  the medians when samples are too few (see :mod:`dsbench.stats`). A row with one value and no
+  spread (asv's quick mode and ``track_`` benchmarks) is judged by the factor alone, as
+  ``asv compare`` does, and the notes say so.
+- Choosing runs: when a selector matches several runs, the pair of runs that differs in the
+  fewest fields besides the compared axis is used (newest first among equals), so
+  ``--baseline 0.18.3 --contender 0.18.4`` over asv's matrix pairs the same Python.
+- Environments: when a side comes from asv (one run per environment), every row carries the
+  environment of each side (``python 3.11, deepspeed 0.18.3``).
 - Confounders: environment fields that differ besides the compared axis are listed above the
   table, because such a comparison measures more than one thing.
 """
@@ -62,6 +69,10 @@ PREFIX_KEYS = {"commit", "run"}
 CONFOUNDER_KEYS = (*ENV_KEYS, "machine")
 FORMATS = {"github": "github", "plain": "simple", "markdown": "pipe", "html": "html", "csv": None}
 HEADERS = ["benchmark", "unit", "baseline", "contender", "ratio", "change"]
+ENV_HEADERS = ["baseline env", "contender env"]
+ENV_LABEL_KEYS = ("python", "deepspeed")
+"""Always in an environment label: the axes of asv's matrix."""
+ENV_LABEL_IF_DIFFERENT = ("torch", "triton", "numpy", "backend", "device")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -185,10 +196,13 @@ def pick_runs(
     keys = param_keys(runs)
     b_sel = Selector.parse(baseline, keys)
     c_sel = Selector.parse(contender, keys) if contender is not None else None
+    if c_sel is not None and not (b_sel.param or c_sel.param):
+        base, cont, b_note, c_note = _closest_pair(runs, b_sel, c_sel)
+        c_rows = c_sel.rows(cont)
+        return Side(base, b_sel.rows(base)), Side(cont, c_rows), [b_note, c_note]
     base, b_note = select(runs, b_sel)
     if c_sel is not None:
-        same_run_ok = b_sel.param or c_sel.param
-        cont, c_note = select(runs, c_sel, exclude=None if same_run_ok else base, role="contender")
+        cont, c_note = select(runs, c_sel, role="contender")
         c_rows = c_sel.rows(cont)
     elif b_sel.param:  # the other values of that parameter, in the same run
         others = {str(r["params"][b_sel.key]) for r in base.benchmarks.values()
@@ -214,6 +228,50 @@ def pick_runs(
             [b_note, c_note])  # fmt: skip
 
 
+def _closest_pair(runs: list[Run], b_sel: Selector, c_sel: Selector) -> tuple[Run, Run, str, str]:
+    """Among the runs each selector matches, the pair differing in the fewest fields besides
+    the compared axes; among equals the newest. Runs are in chronological order."""
+    b_match = [i for i, r in enumerate(runs) if b_sel.matches(r)]
+    c_match = [i for i, r in enumerate(runs) if c_sel.matches(r)]
+    for role, sel, matching in (("baseline", b_sel, b_match), ("contender", c_sel, c_match)):
+        if not matching:
+            raise UsageError(
+                f"{role} selector '{sel.text}' matches no run; " + describe_existing(runs)
+            )
+    axes = axes_of(b_sel, c_sel)
+    pairs = [
+        (len(confounders(runs[b], runs[c], axes)), -max(b, c), -min(b, c), b, c)
+        for b in b_match
+        for c in c_match
+        if b != c
+    ]
+    if not pairs:
+        raise UsageError(
+            f"baseline and contender selectors match only one run "
+            f"({runs[b_match[0]].describe()}); nothing to compare with"
+        )
+    *_, b, c = min(pairs)
+    return (
+        runs[b],
+        runs[c],
+        _pick_note("baseline", runs[b], b, b_match, b_sel),
+        _pick_note("contender", runs[c], c, c_match, c_sel),
+    )
+
+
+def _pick_note(role: str, run: Run, index: int, matching: list[int], sel: Selector) -> str:
+    note = f"{role}: {run.describe()}"
+    if len(matching) > 1:
+        if index == matching[-1]:
+            note += f" — newest of {len(matching)} runs matching '{sel.text}'"
+        else:
+            note += (
+                f" — of {len(matching)} runs matching '{sel.text}', the one differing "
+                "least from the other side"
+            )
+    return note
+
+
 def confounders(base: Run, cont: Run, axes: set[str]) -> list[str]:
     """Environment fields that differ besides the compared ``axes``."""
     diffs = []
@@ -237,6 +295,9 @@ class Row:
     change: str
     """'better', 'worse', '' (no significant change beyond the factor), or why not comparable."""
     test: str = ""
+    baseline_env: str = ""
+    """The environment the baseline value came from (set when a side is an asv run)."""
+    contender_env: str = ""
 
 
 def _side(row: dict | None) -> tuple[float | None, str]:
@@ -247,10 +308,35 @@ def _side(row: dict | None) -> tuple[float | None, str]:
     return row["value"], ""
 
 
+FACTOR_ONLY = "one value: factor only"
+"""The test column of a row with a single value on a side (asv quick mode, ``track_``)."""
+
+
+def _significance(b: dict, c: dict, alpha: float) -> tuple[bool, str]:
+    """Significance by :func:`dsbench.stats.significantly_different`; when a side has a single
+    value (no spread to test), the factor alone decides, as in ``asv compare``."""
+    if min(b["stats"]["n"], c["stats"]["n"]) < 2:
+        return True, FACTOR_ONLY
+    return significantly_different(
+        Summary.from_dict(b["stats"]),
+        Summary.from_dict(c["stats"]),
+        b.get("samples"),
+        c.get("samples"),
+        alpha,
+    )
+
+
 def compare_rows(
-    base: dict[str, dict], cont: dict[str, dict], factor: float = 1.05, alpha: float = 0.01
+    base: dict[str, dict],
+    cont: dict[str, dict],
+    factor: float = 1.05,
+    alpha: float = 0.01,
+    envs: tuple[str, str] = ("", ""),
 ) -> list[Row]:
-    """Pair benchmarks by id; rows present on one side only are listed, not dropped."""
+    """Pair benchmarks by id; rows present on one side only are listed, not dropped.
+
+    ``envs``: the environment each side came from, carried by every row (shown as columns).
+    """
     if factor < 1.0:
         raise UsageError(f"--factor must be >= 1.0, got {factor}")
     out = []
@@ -266,23 +352,17 @@ def compare_rows(
                 why = f"{bs} / {cs}"  # e.g. "skipped / failed"
             else:
                 why = f"baseline {bs}" if bs else f"contender {cs}"
-            out.append(Row(bid, unit, direction, bv, cv, None, why))
+            out.append(Row(bid, unit, direction, bv, cv, None, why, "", *envs))
             continue
         if b["direction"] != c["direction"] or b["unit"] != c["unit"]:
-            out.append(Row(bid, unit, direction, bv, cv, None, "units differ"))
+            out.append(Row(bid, unit, direction, bv, cv, None, "units differ", "", *envs))
             continue
         ratio = cv / bv if bv else float("inf")
-        significant, test = significantly_different(
-            Summary.from_dict(b["stats"]),
-            Summary.from_dict(c["stats"]),
-            b.get("samples"),
-            c.get("samples"),
-            alpha,
-        )
+        significant, test = _significance(b, c, alpha)
         better = ratio > 1 if direction == "higher" else ratio < 1
         beyond = ratio >= factor or ratio <= 1 / factor
         change = ("better" if better else "worse") if significant and beyond else ""
-        out.append(Row(bid, unit, direction, bv, cv, ratio, change, test))
+        out.append(Row(bid, unit, direction, bv, cv, ratio, change, test, *envs))
     return out
 
 
@@ -293,6 +373,8 @@ def _fmt(v: float | None) -> str:
 def render(rows: list[Row], fmt: str = "github") -> str:
     if fmt not in FORMATS:
         raise UsageError(choices_message("format", fmt, FORMATS))
+    with_env = any(r.baseline_env or r.contender_env for r in rows)
+    headers = HEADERS + ENV_HEADERS if with_env else HEADERS
     table = [
         [
             r.id,
@@ -301,6 +383,7 @@ def render(rows: list[Row], fmt: str = "github") -> str:
             _fmt(r.contender),
             "" if r.ratio is None else f"{r.ratio:.3f}",
             r.change,
+            *([r.baseline_env, r.contender_env] if with_env else []),
         ]
         for r in rows
     ]
@@ -308,12 +391,26 @@ def render(rows: list[Row], fmt: str = "github") -> str:
         import pandas as pd
 
         buf = io.StringIO()
-        pd.DataFrame(table, columns=HEADERS).to_csv(buf, index=False)
+        pd.DataFrame(table, columns=headers).to_csv(buf, index=False)
         return buf.getvalue().rstrip("\n")
     if fmt == "html":  # tabulate escapes nothing in cells: escape here
         table = [[html.escape(str(c)) for c in row] for row in table]
-        return tabulate(table, headers=HEADERS, tablefmt="unsafehtml")
-    return tabulate(table, headers=HEADERS, tablefmt=FORMATS[fmt], disable_numparse=True)
+        return tabulate(table, headers=headers, tablefmt="unsafehtml")
+    return tabulate(table, headers=headers, tablefmt=FORMATS[fmt], disable_numparse=True)
+
+
+def is_asv(run: Run) -> bool:
+    return run.doc.get("source") == "asv"
+
+
+def env_label(run: Run, other: Run) -> str:
+    """``python 3.11, deepspeed 0.18.3``, plus the fields in which ``other`` differs."""
+    keys = [
+        *ENV_LABEL_KEYS,
+        *(k for k in ENV_LABEL_IF_DIFFERENT if run.fields.get(k) != other.fields.get(k)),
+    ]
+    label = ", ".join(f"{k} {run.fields[k]}" for k in keys if run.fields.get(k) is not None)
+    return ("asv: " if is_asv(run) else "") + (label or "(versions not recorded)")
 
 
 def regressions(rows: list[Row]) -> list[Row]:
@@ -349,8 +446,17 @@ def report(
 ) -> Report:
     base = base if isinstance(base, Side) else Side.whole(base)
     cont = cont if isinstance(cont, Side) else Side.whole(cont)
-    rows = compare_rows(base.rows, cont.rows, factor)
+    envs = ("", "")
+    if is_asv(base.run) or is_asv(cont.run):
+        envs = (env_label(base.run, cont.run), env_label(cont.run, base.run))
+    rows = compare_rows(base.rows, cont.rows, factor, envs=envs)
     notes = list(notes or [])
+    single = sum(r.test == FACTOR_ONLY for r in rows)
+    if single:
+        notes.append(
+            f"{single} row(s) have one value and no spread (asv --quick, track_): "
+            f"the factor x{factor:g} alone decides them, as in asv compare"
+        )
     diffs = confounders(base.run, cont.run, axes) if base.run is not cont.run else []
     if diffs:
         axis = ", ".join(sorted(axes)) or "the runs chosen"

@@ -1,4 +1,5 @@
-"""asv discovers every benchmark, and a real `asv run --python=same --quick` records a value."""
+"""asv discovers every benchmark, and a real `asv run --python=same --quick` records values
+that `dsbench compare` reads next to a `dsbench run` of the same case."""
 
 import json
 import os
@@ -33,7 +34,7 @@ def asv_setup(tmp_path_factory):
     conf.update(
         repo=str(ROOT),
         benchmark_dir=str(ROOT / "benchmarks"),
-        results_dir=str(tmp / "results"),
+        results_dir=str(tmp / "results" / "asv"),  # as in the project: <results>/asv
         html_dir=str(tmp / "html"),
         env_dir=str(tmp / "env"),
     )
@@ -69,33 +70,96 @@ def test_asv_check_discovers_every_benchmark(asv_setup):
     assert "Traceback" not in out and "Error" not in out
 
 
-def test_asv_run_quick_records_a_measurement(asv_setup):
+@pytest.fixture(scope="module")
+def asv_run(asv_setup):
+    """One real asv run of AdamW (smoke size): dsbench's measurement and asv's own timing."""
     proc = _asv(
         [
             "run",
             "--python=same",
             "--quick",
+            "--record-samples",
             "--set-commit-hash",
             _head(),
             "--machine",
             "testbox",
             "--show-stderr",
             "-b",
-            r"Adamw\.track_bandwidth",
+            r"Adamw\.(track_bandwidth|time_call)",
         ],
         asv_setup,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     _, _, tmp = asv_setup
-    files = [p for p in (tmp / "results" / "testbox").glob("*.json") if p.name != "machine.json"]
+    return tmp / "results"
+
+
+def test_asv_run_quick_records_a_measurement(asv_run):
+    files = [p for p in (asv_run / "asv" / "testbox").glob("*.json") if p.name != "machine.json"]
     assert len(files) == 1
     result = json.loads(files[0].read_text())["results"]["bench_kernels.Adamw.track_bandwidth"]
     (value,) = result[0]  # one parameter combination in the smoke suite
     assert value > 0  # GB/s, measured by dsbench's timing core
-    benchmarks = json.loads((tmp / "results" / "benchmarks.json").read_text())
+    benchmarks = json.loads((asv_run / "asv" / "benchmarks.json").read_text())
     assert benchmarks["bench_kernels.Adamw.track_bandwidth"]["unit"] == "GB/s"
-    assert {
-        "bench_comm.Allreduce.track_busbw",
-        "bench_kernels.Gemm.track_throughput",
-        "bench_kernels.Adamw.time_call",
-    } <= set(benchmarks)
+    assert benchmarks["bench_kernels.Adamw.time_call"]["unit"] == "seconds"
+
+
+def test_every_definition_is_an_asv_benchmark_with_its_unit(asv_run):
+    """Discovery (the run's benchmarks.json): a class per dsbench definition, track_ of its
+    primary metric with that unit, asv's time_/peakmem_ for single-process ones."""
+    from dsbench.suites import BENCHMARKS
+
+    discovered = json.loads((asv_run / "asv" / "benchmarks.json").read_text())
+    by_class = {}
+    for name, meta in discovered.items():
+        if isinstance(meta, dict):
+            _, cls, method = name.split(".")
+            by_class.setdefault(cls, {})[method] = meta
+    assert len(by_class) == len(BENCHMARKS)
+    for bench in BENCHMARKS.values():
+        methods = by_class[bench.name.title().replace("_", "")]
+        track = methods[f"track_{bench.primary.name}"]
+        assert track["unit"] == bench.primary.unit
+        assert track["param_names"] == list(bench.grid("smoke", _cpu_context()))
+        if bench.ranks_param:
+            assert set(methods) == {f"track_{bench.primary.name}"}
+        else:
+            assert methods["time_call"]["unit"] == "seconds"
+            assert methods["peakmem_call"]["unit"] == "bytes"
+    units = {m["unit"] for m in discovered.values() if isinstance(m, dict)}
+    assert {"samples/s", "ms/token", "GB/s", "TFLOP/s", "bytes"} <= units
+
+
+def _cpu_context():
+    from dsbench.suites import Context
+
+    return Context(device="cpu", backend="cpu", suite="smoke")
+
+
+def test_dsbench_compare_reads_the_asv_run_next_to_its_own(asv_run, capsys):
+    """asv's track_ of the primary metric has the id of the `dsbench run` row: they pair."""
+    from dsbench.cli import main
+
+    argv = ["run", "--suite", "smoke", "--filter", "^adamw", "--out", str(asv_run),
+            "--no-progress", "--no-compare"]  # fmt: skip
+    assert main(argv) == 0
+    capsys.readouterr()
+    argv = ["compare", "--results", str(asv_run), "--baseline", "suite=asv", "--contender",
+            "suite=smoke", "--format", "plain", "--factor", "100"]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert f"baseline: run asv-{_head()[:8]}-existing" in out
+    row = next(line for line in out.splitlines() if line.startswith("adamw[impl=torch"))
+    cells = row.split()
+    assert cells[:3] == ["adamw[impl=torch,params=100000]", "GB/s", "↑"]
+    baseline, contender, ratio = (float(c) for c in cells[3:6])
+    assert (
+        baseline > 0
+        and contender > 0
+        and ratio == pytest.approx(contender / baseline, rel=1e-2, abs=1e-3)
+    )
+    # each side's environment: asv records no versions for an existing environment
+    assert "asv: (versions not recorded)" in row and "python 3.11" in row
+    assert "adamw.time_call[impl=torch,params=100000]" in out  # asv-only: one side
+    assert "only in baseline" in out

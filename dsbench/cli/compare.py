@@ -1,6 +1,7 @@
 """``dsbench compare --baseline SEL [--contender SEL]``: a direction-aware, significance-aware
 table of two runs. SEL is a label, a version (matches a label or the DeepSpeed version), or
 ``key=value`` on a run field (python=3.11, backend=rocm, profile=mi250x-gcd, commit=abc1234...).
+Runs are dsbench's result files and asv's (``<results>/asv``, one run per asv environment).
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--results",
         metavar="DIR",
         default=None,
-        help="results folder (default: $DSBENCH_RESULTS or ./results)",
+        help="results folder, asv's results under its asv/ included "
+        "(default: $DSBENCH_RESULTS or ./results)",
     )
     p.add_argument(
         "--format",
@@ -49,7 +51,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    runs = results.load_runs(args.results)
+    runs = results.load_runs(args.results, include_asv=True)
     base, cont, notes = compare.pick_runs(runs, args.baseline, args.contender)
     keys = compare.param_keys(runs)
     axes = compare.axes_of(

@@ -1,0 +1,353 @@
+"""asv's result files as dsbench runs: one :class:`~dsbench.results.Run` per asv result file
+(one machine x commit x environment), shaped like dsbench's own result documents so that
+``compare`` and ``publish`` read both alike.
+
+asv writes (format version 2, see asv's ``results.py``)::
+
+    <root>/benchmarks.json                      name -> param_names, unit, type, ...
+    <root>/<machine>/machine.json               arch, cpu, num_cpu, os, ram
+    <root>/<machine>/<commit8>-<env name>.json  commit_hash, env_name, python, requirements,
+                                                params, result_columns, results
+
+and each entry of ``results`` is a row under ``result_columns``: ``result`` (one value per
+parameter combination, in ``itertools.product`` order; ``null`` = failed, ``NaN`` = skipped by
+``NotImplementedError``), ``params`` (the values' reprs), ``started_at`` (ms since the epoch),
+``stats_ci_99_a/b``, ``stats_q_25/75``, ``samples``.
+
+What a run becomes:
+
+- ``run_id`` ``asv-<commit8>-<env name>``, ``suite`` ``asv``, ``source`` ``asv``, and ``asv``
+  (env name, result file, commit, requirements) so pages can link it; ``created`` is when its
+  first benchmark started.
+- ``env``: Python and package versions from asv's ``python`` and ``requirements`` (the versions
+  the matrix asked for: asv does not record a build tag such as ``+cpu``), the commit, the
+  machine's CPU and OS. An existing environment (``asv run --python=same``) has none: asv
+  records the interpreter's path and the matrix, not what that environment holds.
+- Rows: a ``track_<metric>`` of a dsbench definition (see ``benchmarks/_adapter.py``) takes the
+  definition's unit and direction, and for its primary metric the same id as a ``dsbench run``
+  row (``adamw[impl=torch,params=1000000]``), so asv's and dsbench's own runs pair up in
+  ``compare``; asv's other measurements get ``<name>.<method>`` (``adamw.time_call``). Anything
+  else keeps asv's name, and its direction comes from the unit: throughput (``*/s``) higher is
+  better; time, ``ms/token`` and bytes lower, as is anything unknown (asv's convention).
+- Statistics: from the samples when asv kept them (``--record-samples``); otherwise the row has
+  one value (``stats.n == 1``: quick mode, ``track_`` benchmarks), and ``compare`` goes by the
+  factor alone, as ``asv compare`` does. asv's own 99% CI and quartiles, where recorded, stay
+  in the row's ``asv`` entry.
+
+A file that cannot be read as an asv result gets one warning naming it and is skipped.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import json
+import math
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from dsbench.results import SCHEMA, SCHEMA_VERSION, ResultFileError, Run, validate
+
+ASV_API_VERSION = 2
+SKIP_FILES = ("machine.json", "benchmarks.json")
+HIGHER_UNITS_SUFFIX = "/s"
+"""Throughput units (GB/s, TFLOP/s, samples/s, tokens/s): higher is better."""
+ASV_UNITS = {"time": "seconds", "peakmem": "bytes", "mem": "bytes", "track": "unit"}
+"""asv's default unit per benchmark type (its prefix)."""
+PACKAGES = ("torch", "triton", "numpy", "deepspeed")
+ASV_STATS = ("ci_99_a", "ci_99_b", "q_25", "q_75", "number", "repeat")
+
+
+class AsvFileError(Exception):
+    """An asv file that cannot be used; the message names the file and the problem."""
+
+
+def direction_of(unit: str) -> str:
+    """Higher is better for throughput (``.../s``), lower for everything else (time, ms/token,
+    bytes; also units asv leaves unnamed, which asv itself treats as lower-is-better)."""
+    return "higher" if unit.endswith(HIGHER_UNITS_SUFFIX) else "lower"
+
+
+def _definitions() -> dict[str, object]:
+    """dsbench's benchmark definitions by the asv class name the adapter gives them
+    (``train_step`` -> ``TrainStep``): lower case, underscores dropped."""
+    from dsbench.suites import BENCHMARKS
+
+    return {b.name.replace("_", "").lower(): b for b in BENCHMARKS.values()}
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError) as exc:
+        raise AsvFileError(f"{path}: cannot read: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise AsvFileError(f"{path}: corrupt JSON ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(data, dict):
+        raise AsvFileError(f"{path}: not an asv file (not a JSON object)")
+    return data
+
+
+def _benchmark_meta(root: Path, warn: Callable[[str], None]) -> dict[str, dict]:
+    path = root / "benchmarks.json"
+    if not path.is_file():
+        warn(f"{path}: missing; asv parameters are named by position (param1, param2, ...)")
+        return {}
+    try:
+        data = _read_json(path)
+    except AsvFileError as exc:
+        warn(f"{exc}; asv parameters are named by position")
+        return {}
+    return {k: v for k, v in data.items() if isinstance(v, dict)}
+
+
+def _param_value(text):
+    """asv stores parameter values as their reprs ("'torch'", "1048576", "True")."""
+    if not isinstance(text, str):
+        return text
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def _iso(ms: float) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="seconds")
+
+
+def _version(value) -> str | None:
+    """A requirement's version as asv's matrix gives it ('' = whatever pip chose: unknown)."""
+    if not isinstance(value, str) or not value:
+        return None
+    return value.lstrip("=") or None
+
+
+def _columns(data: dict, name: str, row: list) -> dict:
+    cols = dict(zip(data["result_columns"], row, strict=False))
+    if "result" not in cols:
+        raise AsvFileError(f"benchmark '{name}' has no 'result' column")
+    return cols
+
+
+def _at(values, i):
+    """Element ``i`` of a per-combination column, or None (column missing or short)."""
+    if not isinstance(values, list) or i >= len(values):
+        return None
+    return values[i]
+
+
+def _stats(value: float, cols: dict, i: int) -> tuple[dict, list | None]:
+    """(stats as dsbench writes them, raw samples or None) for combination ``i``: from the
+    samples when asv kept them (``--record-samples``), else from the one value (n = 1)."""
+    from dsbench.stats import summarize
+
+    samples = _at(cols.get("samples"), i)
+    if isinstance(samples, list) and samples and all(_finite(x) for x in samples):
+        return summarize(samples).to_dict(), samples
+    return summarize([value]).to_dict(), None
+
+
+def _finite(x) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _describe(name: str, meta: dict, defs: dict) -> dict:
+    """How rows of asv benchmark ``name`` are named, and their unit and direction."""
+    parts = name.split(".")
+    method = parts[-1]
+    kind = method.split("_", 1)[0]
+    unit = meta.get("unit") or ASV_UNITS.get(kind, "unit")
+    bench = defs.get(parts[-2].lower()) if len(parts) >= 3 else None
+    if bench is not None:
+        metric = next((m for m in bench.metrics if method == f"track_{m.name}"), None)
+        if metric is bench.primary:
+            return {
+                "name": bench.name,
+                "metric": metric.name,
+                "unit": metric.unit,
+                "direction": metric.direction,
+            }
+        if metric is not None:
+            unit = metric.unit
+        return {
+            "name": f"{bench.name}.{method}",
+            "metric": method,
+            "unit": unit,
+            "direction": metric.direction if metric else direction_of(unit),
+        }
+    return {"name": name, "metric": method, "unit": unit, "direction": direction_of(unit)}
+
+
+def _rows(data: dict, metas: dict[str, dict], defs: dict) -> tuple[list[dict], list[float]]:
+    """dsbench rows for every benchmark in an asv result file, and the start times seen."""
+    from dsbench.suites.base import case_id
+
+    rows, started = [], []
+    for name, row in sorted(data["results"].items()):
+        if not isinstance(row, list):
+            raise AsvFileError(f"benchmark '{name}': result row is not a list")
+        cols = _columns(data, name, row)
+        meta = metas.get(name, {})
+        desc = _describe(name, meta, defs)
+        if isinstance(cols.get("started_at"), int | float):
+            started.append(cols["started_at"])
+        param_values = cols.get("params") or []
+        names = meta.get("param_names") or [f"param{k + 1}" for k in range(len(param_values))]
+        if len(names) != len(param_values):
+            raise AsvFileError(
+                f"benchmark '{name}': {len(param_values)} parameter lists but benchmarks.json "
+                f"names {len(names)}"
+            )
+        combos = list(itertools.product(*param_values))
+        results = cols["result"]
+        if not isinstance(results, list):  # the whole benchmark failed (or a single value)
+            results = [results] * len(combos)
+        if len(results) != len(combos):
+            raise AsvFileError(
+                f"benchmark '{name}': {len(results)} results for {len(combos)} parameter "
+                "combinations"
+            )
+        for i, (combo, value) in enumerate(zip(combos, results, strict=True)):
+            params = {k: _param_value(v) for k, v in zip(names, combo, strict=True)}
+            out = {
+                "id": case_id(desc["name"], params),
+                "name": desc["name"],
+                "params": params,
+                "metric": desc["metric"],
+                "unit": desc["unit"],
+                "direction": desc["direction"],
+                "asv": {"benchmark": name, "version": cols.get("version")},
+            }
+            if value is None:
+                out.update(
+                    status="failed",
+                    error="asv recorded no value: the benchmark failed "
+                    "(`asv run --show-stderr` shows why)",
+                )
+            elif not isinstance(value, int | float) or isinstance(value, bool):
+                raise AsvFileError(f"benchmark '{name}': result {value!r} is not a number")
+            elif math.isnan(value):
+                out.update(
+                    status="skipped",
+                    reason="not available in this environment "
+                    "(NotImplementedError; asv records no reason)",
+                )
+            else:
+                stats, samples = _stats(float(value), cols, i)
+                out.update(status="ok", value=float(value), stats=stats)
+                if samples is not None:
+                    out["samples"] = samples
+                asv_stats = {k: _at(cols.get(f"stats_{k}"), i) for k in ASV_STATS}
+                out["asv"].update({k: v for k, v in asv_stats.items() if v is not None})
+            rows.append(out)
+    rows.sort(key=lambda r: r["name"])  # stable: combinations stay in asv's order
+    return rows, started
+
+
+def read_asv_run(
+    path: Path, root: Path, metas: dict[str, dict], machines: dict[Path, dict], defs: dict
+) -> Run:
+    """One asv result file as a :class:`Run`; raises :class:`AsvFileError` naming the file."""
+    data = _read_json(path)
+    try:
+        version = data.get("version")
+        if version != ASV_API_VERSION:
+            raise AsvFileError(
+                f"asv result format version {version!r}, expected {ASV_API_VERSION} "
+                "(`asv update` converts older files)"
+            )
+        for key, typ in (
+            ("commit_hash", str),
+            ("env_name", str),
+            ("params", dict),
+            ("result_columns", list),
+            ("results", dict),
+        ):
+            if not isinstance(data.get(key), typ):
+                raise AsvFileError(f"field '{key}' missing or not {typ.__name__}")
+        rows, started = _rows(data, metas, defs)
+    except AsvFileError as exc:
+        raise AsvFileError(f"{path}: {exc}") from None
+    params = data["params"]
+    requirements = data.get("requirements") or {}
+    commit, env_name = data["commit_hash"], data["env_name"]
+    machine = params.get("machine") or path.parent.name
+    info = machines.get(path.parent, {})
+    # `asv run --python=same` measures an existing environment: asv then records the
+    # interpreter's path as "python" and the matrix's requirements, which it did not install.
+    existing = env_name.startswith("existing-")
+    packages = {k: None for k in PACKAGES}
+    if not existing:
+        packages.update({k: _version(requirements.get(k, params.get(k))) for k in PACKAGES})
+        packages.update({k: _version(v) for k, v in requirements.items() if k not in packages})
+    python = str(data.get("python") or params.get("python") or "")
+    when = min(started) if started else data.get("date")
+    env = {
+        "python": {"version": python if re.fullmatch(r"\d+(\.\d+)*", python) else None},
+        "packages": packages,
+        "dsbench": {"commit": commit},
+        "backend": None,
+        "platform": {"os": params.get("os") or info.get("os"), "machine": params.get("arch")},
+        "cpu": {
+            "model": params.get("cpu") or info.get("cpu"),
+            "logical_cpus": params.get("num_cpu") or info.get("num_cpu"),
+        },
+        "asv_env": env_name,
+        "env_vars": data.get("env_vars") or {},
+    }
+    doc = {
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "run_id": f"asv-{commit[:8]}-{env_name}",
+        "created": _iso(when) if isinstance(when, int | float) else "1970-01-01T00:00:00+00:00",
+        "machine": machine,
+        "label": None,
+        "suite": "asv",
+        "source": "asv",
+        "asv": {
+            "env_name": env_name,
+            "file": str(path.relative_to(root)),
+            "results_dir": str(root),
+            "commit": commit,
+            "python": data.get("python"),
+            "requirements": requirements,
+            "existing_env": existing,
+            "machine_params": params,
+        },
+        "env": env,
+        "benchmarks": rows,
+    }
+    try:
+        validate(doc, str(path))
+    except ResultFileError as exc:
+        raise AsvFileError(str(exc)) from None
+    return Run(path=path, doc=doc)
+
+
+def load_asv_runs(root: Path | str, warn: Callable[[str], None]) -> list[Run]:
+    """Every asv result file under ``root`` (asv's ``results_dir``) as a run, oldest first.
+
+    A corrupt or foreign file: one warning naming it, then skipped; the others still load.
+    """
+    root = Path(root)
+    files = [p for p in sorted(root.glob("*/*.json")) if p.name not in SKIP_FILES]
+    if not files:
+        return []
+    metas = _benchmark_meta(root, warn)
+    machines = {}
+    for machine_json in root.glob("*/machine.json"):
+        try:
+            machines[machine_json.parent] = _read_json(machine_json)
+        except AsvFileError as exc:
+            warn(f"skipping {exc}")
+    defs = _definitions()
+    runs = []
+    for path in files:
+        try:
+            runs.append(read_asv_run(path, root, metas, machines, defs))
+        except AsvFileError as exc:
+            warn(f"skipping {exc}")
+    runs.sort(key=lambda r: (r.created, r.id))
+    return runs
