@@ -13,7 +13,7 @@ process group, created by the group's first rank, mapped by every rank with
 ``torch.from_file(..., shared=True)`` and unlinked once all ranks have mapped it, so nothing is
 left behind even if a rank dies. It grows (a new file, same protocol) when a collective needs
 more; every rank computes the same size from the same arguments, so growing is collective too.
-It holds two halves used alternately by consecutive collectives (see "Synchronisation").
+Its size is what the largest collective so far needed (one region, reused by every call).
 
 Algorithms, with n ranks, S the bytes of the full (gathered / unreduced) tensor:
 
@@ -31,12 +31,14 @@ ring's ``fp32_partials``): the error is at most half an ulp of the result dtype.
 summation is rank 0, 1, ..., n-1 for every element, on every host and for every n.
 
 Synchronisation: a barrier (``torch.distributed.barrier`` on the group: gloo's, so a dead peer
-ends in gloo's timeout, not a hang) between writing and reading. Consecutive collectives
-alternate between the two halves of the workspace, so collective k+2, which reuses the half of
-collective k, writes only after every rank has passed collective k+1's barrier, i.e. after every
-rank has finished reading collective k's data: one barrier per reduce-scatter or all-gather, two
-per all-reduce. Collectives on one group must be issued in the same order on every rank (as for
-any torch.distributed collective); the engine's comm thread guarantees that.
+ends in gloo's timeout, not a hang) between writing and reading. Every collective ends by
+reading the workspace, so the next one on the group starts with one more barrier: nobody
+overwrites data a slower rank is still reading. One region instead of two alternating halves
+(which would need no such barrier) keeps the resident memory at half, since shared pages count
+in every rank's resident set; the price is one barrier per collective (~0.35 ms on gloo over
+loopback on the development VM). Collectives on one
+group must be issued in the same order on every rank (as for any torch.distributed collective);
+the engine's comm thread guarantees that.
 
 Limits: all ranks of the group must be on one host (checked when the workspace is set up: a rank
 that cannot open the file fails the collective on every rank with a message saying so); CPU
@@ -93,9 +95,10 @@ class _Workspace:
         self.pg = pg
         self.rank = rank
         self.size = size
-        self.half_bytes = 0
+        self.nbytes = 0
         self.buffer: torch.Tensor | None = None
-        self.parity = 0
+        self.in_use = False
+        """A rank may still be reading what the last collective left (see the module)."""
 
     @classmethod
     def of(cls, group) -> _Workspace | None:
@@ -116,29 +119,29 @@ class _Workspace:
 
         dist.barrier(group=self.pg)
 
-    def half(self, nbytes: int) -> torch.Tensor:
-        """The next half of the workspace as bytes, at least ``nbytes`` long (collective)."""
-        if nbytes > self.half_bytes:
-            self._grow(nbytes)
-        start = self.parity * self.half_bytes
-        self.parity ^= 1
-        return self.buffer[start : start + self.half_bytes]
+    def acquire(self, nbytes: int) -> torch.Tensor:
+        """The workspace as bytes, at least ``nbytes`` long, free to write (collective)."""
+        if nbytes > self.nbytes:
+            self._grow(nbytes)  # starts with a barrier when the old one is in use
+        elif self.in_use:
+            self.barrier()
+        self.in_use = True  # the caller reads it after its own barrier
+        return self.buffer[: self.nbytes]
 
     def _grow(self, nbytes: int) -> None:
         import torch
         import torch.distributed as dist
 
-        half = max(_MIN_BYTES, 2 * self.half_bytes, nbytes)
-        half = -(-half // _ALIGN) * _ALIGN
-        # Everyone must be done with the old halves before they are dropped.
-        if self.buffer is not None:
+        size = max(_MIN_BYTES, 2 * self.nbytes, nbytes)
+        size = -(-size // _ALIGN) * _ALIGN
+        if self.in_use:  # everyone must be done with the old mapping before it is dropped
             self.barrier()
         names: list[str | None] = [None]
         if self.rank == 0:
-            names[0] = os.path.join(_shm_dir(2 * half), f"dsbench-shm-{uuid.uuid4().hex}")
+            names[0] = os.path.join(_shm_dir(size), f"dsbench-shm-{uuid.uuid4().hex}")
             fd = os.open(names[0], os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
             try:
-                os.ftruncate(fd, 2 * half)
+                os.ftruncate(fd, size)
             finally:
                 os.close(fd)
         dist.broadcast_object_list(names, src=dist.get_global_rank(self.pg, 0), group=self.pg)
@@ -146,7 +149,7 @@ class _Workspace:
         ok = torch.ones(1, dtype=torch.int64)
         buffer = None
         if os.path.exists(path):
-            buffer = torch.from_file(path, shared=True, size=2 * half, dtype=torch.uint8)
+            buffer = torch.from_file(path, shared=True, size=size, dtype=torch.uint8)
         else:
             ok.zero_()
         dist.all_reduce(ok, op=dist.ReduceOp.MIN, group=self.pg)
@@ -157,7 +160,7 @@ class _Workspace:
                 f"shm collectives: a rank of the group could not open {path}: all ranks must run "
                 "on one host (use the native or ring implementation across hosts)"
             )
-        self.buffer, self.half_bytes, self.parity = buffer, half, 0
+        self.buffer, self.nbytes = buffer, size
 
 
 def release_workspaces() -> None:
@@ -213,7 +216,7 @@ def reduce_scatter(output: torch.Tensor, input: torch.Tensor, group=None) -> tor
         return output
     n, m, item = ws.size, output.numel(), input.element_size()
     offs = _offsets([n * m] * n, item)
-    raw = ws.half(offs[-1])
+    raw = ws.acquire(offs[-1])
     mine = _view(raw, offs[ws.rank], n * m, input.dtype)
     mine.copy_(input.reshape(-1))
     ws.barrier()
@@ -236,7 +239,7 @@ def allreduce(tensor: torch.Tensor, group=None) -> torch.Tensor:
     n, numel, item = ws.size, tensor.numel(), tensor.element_size()
     flat = tensor.view(-1) if tensor.is_contiguous() else tensor.contiguous().view(-1)
     offs = _offsets([numel] * (n + 1), item)  # n input slots, then the result
-    raw = ws.half(offs[-1])
+    raw = ws.acquire(offs[-1])
     _view(raw, offs[ws.rank], numel, flat.dtype).copy_(flat)
     ws.barrier()
     bounds = _split(numel, n)
@@ -266,7 +269,7 @@ def allgather(output: torch.Tensor, input: torch.Tensor, group=None) -> torch.Te
         return output
     n, item = ws.size, input.element_size()
     offs = _offsets([n * m], item)
-    raw = ws.half(offs[-1])
+    raw = ws.acquire(offs[-1])
     area = _view(raw, 0, n * m, input.dtype)
     area[ws.rank * m : (ws.rank + 1) * m].copy_(input.reshape(-1))
     ws.barrier()

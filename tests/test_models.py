@@ -143,11 +143,18 @@ def test_meta_build_allocates_nothing():
 
 
 def test_flops_formula():
-    """6·N·T per training sample, 2·N·T forward; attention FLOPs reported apart."""
+    """6·N·T per training sample, 2·N·T forward; BERT's training head on masked positions only
+    (by hand for bert-large); attention FLOPs reported apart."""
     for preset in MODELS.values():
         n, t = preset.num_params(), preset.tokens_per_sample
-        assert preset.flops_per_sample(training=True) == 6 * n * t
         assert preset.flops_per_sample(training=False) == 2 * n * t
+        if preset.family != "bert":
+            assert preset.flops_per_sample(training=True) == 6 * n * t
+    h, v = 1024, 30522
+    n_head = h * h + h + 2 * h + v * h + v  # transform, its LayerNorm, tied decoder, bias
+    masked = round(0.15 * 128)  # 19 of 128 positions
+    want = 6 * ((335_174_458 - n_head) * 128 + n_head * masked)
+    assert get_model("bert-large").flops_per_sample(training=True) == want
     assert get_model("mlp").tokens_per_sample == 1
     assert get_model("bert-large").tokens_per_sample == 128
     assert get_model("mlp").attention_flops_per_sample() == 0
@@ -251,6 +258,23 @@ def test_batches_are_deterministic(name):
     assert all(torch.equal(x, y) for x, y in zip(a, b, strict=True))
     assert not torch.equal(a[0], draw(0, 6)[0])
     assert not torch.equal(a[0], draw(1, 5)[0])
+
+
+def test_bert_head_on_masked_positions_equals_full_logits_loss():
+    """The training loss (head on masked positions only) equals cross-entropy over the full
+    logits with ignored positions, as Hugging Face's BertForMaskedLM computes it."""
+    import torch.nn.functional as F
+
+    from dsbench.models.bert import IGNORE_INDEX
+
+    preset = _small("bert-tiny")
+    model = preset.build(seed=2)
+    input_ids, token_types, labels = preset.batch(3, seed=4, step=1)
+    full = model(input_ids, token_types)
+    assert full.shape == (3, preset.config.seq_len, preset.config.vocab_size)
+    want = F.cross_entropy(full.flatten(0, 1), labels.flatten(), ignore_index=IGNORE_INDEX)
+    got = preset.loss(model, (input_ids, token_types, labels))
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
 
 
 def test_bert_batch_masking():

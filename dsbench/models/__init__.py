@@ -163,7 +163,13 @@ class ModelPreset:
         score and value products (:meth:`attention_flops_per_sample`) are *not* included, and
         N includes the position/type embedding tables, which do no FLOPs (a <0.5% overcount for
         bert-base and larger and for gpt-small and larger). The tied word embedding is counted
-        once, for the LM/MLM head GEMM it feeds, which runs on every position."""
+        once, for the LM/MLM head GEMM it feeds: GPT's runs on every position, BERT's training
+        head on the masked positions only (see ``bert.training_flops_per_sample``; a BERT
+        forward pass without labels is ``2·N·T``)."""
+        if self.family == "bert" and training:
+            from dsbench.models.bert import training_flops_per_sample
+
+            return training_flops_per_sample(self.config, self.num_params())
         return (6 if training else 2) * self.num_params() * self.tokens_per_sample
 
     def attention_flops_per_sample(self, training: bool = True) -> int:

@@ -24,8 +24,14 @@ differs by +32,570 (+0.01%) = MLM transform (1,049,600 + 2,048 LayerNorm) + deco
 - pooler (1,049,600). The paper's "340M" is a rounder figure for the same model.
 ``bert-base``: 109,514,298 (``BertModel``: 109,482,240).
 
-Loss: masked-LM cross-entropy over the full vocabulary (logits for every position, as
-``BertForMaskedLM`` computes them, so ``6·params·tokens`` counts the decoder GEMM). Synthetic
+Loss: masked-LM cross-entropy over the full vocabulary at the masked positions only: the MLM
+head (transform and decoder) runs on those rows alone, as in BERT's own pretraining code (Google's
+``run_pretraining.py`` gathers ``masked_lm_positions`` before the output layer; NVIDIA's and
+DeepSpeed's BERT pretraining do the same), not on every position as Hugging Face's
+``BertForMaskedLM`` does. With vocab 30522 the difference dominates small models: for
+``bert-tiny`` the full-sequence head was ~80% of a training step's time. Called without labels
+(inference) the model returns logits for every position. :func:`training_flops_per_sample`
+counts the head on the masked positions only. Synthetic
 data: tokens uniform in [0, vocab); in each sequence exactly ``round(mask_prob · seq_len)``
 positions (at least one), chosen at random, are replaced by ``mask_token_id`` and are the only
 positions scored (labels -100 elsewhere). Always replacing with [MASK] (no 80/10/10 split) is a
@@ -152,8 +158,14 @@ class Bert(nn.Module):
         init_weights_(self, seed, std=0.02)
 
     def forward(
-        self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None
+        self,
+        input_ids: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
     ) -> torch.Tensor:
+        """Logits [B, T, V] for every position; with ``labels`` ([B, T], -100 where not
+        scored) the masked-LM loss instead: fp32 cross-entropy, mean over the scored positions,
+        with the MLM head run on those positions only."""
         t = input_ids.shape[1]
         positions = torch.arange(t, device=input_ids.device)
         if token_type_ids is None:
@@ -166,8 +178,12 @@ class Bert(nn.Module):
         x = self.embedding_norm(x)
         for layer in self.layers:
             x = layer(x)
-        x = self.head_norm(F.gelu(self.head_transform(x)))
-        return self.decoder(x)
+        if labels is None:
+            return self.decoder(self.head_norm(F.gelu(self.head_transform(x))))
+        scored = labels != IGNORE_INDEX
+        x = x[scored]  # [M, h]: the masked positions, row-major (as labels[scored])
+        logits = self.decoder(self.head_norm(F.gelu(self.head_transform(x))))
+        return F.cross_entropy(logits.float(), labels[scored])
 
 
 def make_batch(
@@ -189,9 +205,27 @@ def make_batch(
 
 
 def loss(model: nn.Module, batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
-    """Masked-LM cross-entropy (mean over masked positions), logits upcast to fp32."""
+    """Masked-LM cross-entropy (mean over masked positions), logits upcast to fp32; computed
+    by the model's forward, so that the MLM head sees the masked positions only."""
     input_ids, token_type_ids, labels = batch
-    logits = model(input_ids, token_type_ids)
-    return F.cross_entropy(
-        logits.float().flatten(0, 1), labels.flatten(), ignore_index=IGNORE_INDEX
-    )
+    return model(input_ids, token_type_ids, labels=labels)
+
+
+def masked_per_sample(c: BertConfig) -> int:
+    """Positions scored per sequence (what :func:`make_batch` masks)."""
+    return max(1, round(c.mask_prob * c.seq_len))
+
+
+def head_params(c: BertConfig) -> int:
+    """Parameters of the MLM head: transform (h·h + h), its LayerNorm (2h), the tied decoder
+    weight (V·h, counted here rather than with the embeddings) and the decoder bias (V)."""
+    h, v = c.hidden, c.vocab_size
+    return h * h + h + 2 * h + v * h + v
+
+
+def training_flops_per_sample(c: BertConfig, num_params: int, training: bool = True) -> int:
+    """``6·(N − N_head)·T + 6·N_head·M`` (``2·`` forward only): the 6NT convention, with the
+    MLM head applied to the M masked positions only (:func:`head_params`)."""
+    k = 6 if training else 2
+    n_head = head_params(c)
+    return k * ((num_params - n_head) * c.seq_len + n_head * masked_per_sample(c))

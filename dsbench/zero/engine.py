@@ -208,7 +208,9 @@ class ZeroEngine:
         total = sum(b.padded for b in self.buckets)
         self.flat_params = torch.zeros(total, dtype=self.dtype, device=self.device)
         self.flat_grads = None
-        if s.stage <= 1 and s.contiguous_gradients:
+        if s.stage <= 2 and s.contiguous_gradients:
+            # Gradients accumulate in place into one flat buffer (each parameter's .grad is a
+            # view). Stage 2 reduces it every micro-step and zeroes each bucket once reduced.
             self.flat_grads = torch.zeros(total, dtype=self.dtype, device=self.device)
         start = 0
         for b in self.buckets:
@@ -404,7 +406,8 @@ class ZeroEngine:
         """Reduce bucket ``b``'s gradients across ranks into its fp32 owned gradient."""
         b.ready = -(10**9)  # reduced: ignore late hooks in this backward
         s = self.settings
-        if self.flat_grads is not None:  # stage 0/1 contiguous: the gradients are this view
+        contiguous = self.flat_grads is not None and b not in self.units
+        if contiguous:  # the gradients are this view of the flat buffer
             full = self.flat_grads[b.start : b.start + b.padded]
         else:
             full = b.flat_grads(self.dtype, self.device)
@@ -420,7 +423,7 @@ class ZeroEngine:
             out = full[b.lo : b.lo + b.owned]
             handle = self.comm.allreduce(full)
 
-        def finish(out=out, b=b, accumulate=accumulate):
+        def finish(out=out, b=b, accumulate=accumulate, full=full):
             g = out.float() if out.dtype != torch.float32 else out
             if self.dtype != torch.float16:
                 g = g / self.world
@@ -428,6 +431,8 @@ class ZeroEngine:
                 b.grad.add_(g)
             else:
                 b.grad.copy_(g)
+            if accumulate and contiguous:  # reduced every micro-step: start the next from zero
+                full.zero_()
             if b in self.units and not self._keep_until_step():
                 self._release(b)
 
@@ -523,7 +528,7 @@ class ZeroEngine:
             self.skipped_steps += 1
         for b in owned:
             b.grad.zero_()
-        if self.flat_grads is not None:
+        if self.flat_grads is not None and self.settings.stage <= 1:  # stage 2 zeroes per bucket
             self.flat_grads.zero_()
         return applied and not overflow
 
