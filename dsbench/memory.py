@@ -36,6 +36,11 @@ def reset_host_peak() -> bool:
     return True
 
 
+def host_rss() -> int | None:
+    """The process's resident set size now, in bytes (VmRSS), or None off Linux."""
+    return _read_status_kib("VmRSS")
+
+
 def host_peak_rss() -> int | None:
     """The process's peak resident set size in bytes (VmHWM), or None off Linux."""
     return _read_status_kib("VmHWM")
@@ -67,8 +72,12 @@ class PeakMemory:
     >>> peak.result  # {'host_peak_rss_bytes': ..., 'host_peak_reset': True, ...}
     """
 
-    def __init__(self, device: str | torch.device):
+    def __init__(self, device: str | torch.device, since_rss: int | None = None):
+        """``since_rss``: the resident set before the case was set up; the result then also
+        holds ``host_peak_added_bytes``, the peak minus it: what the case itself added (model,
+        engine, buffers), free of what the process held before (libraries, earlier cases)."""
         self.device = torch.device(device)
+        self.since_rss = since_rss
         self.result: dict = {}
 
     def __enter__(self) -> PeakMemory:
@@ -85,6 +94,8 @@ class PeakMemory:
             "host_rss_start_bytes": self._rss_start,
             "host_peak_reset": self._reset,
         }
+        if self.since_rss is not None and result["host_peak_rss_bytes"] is not None:
+            result["host_peak_added_bytes"] = result["host_peak_rss_bytes"] - self.since_rss
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
             result["device_peak_allocated_bytes"] = torch.cuda.max_memory_allocated(self.device)

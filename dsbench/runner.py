@@ -19,7 +19,7 @@ import torch
 
 from dsbench import results
 from dsbench.errors import UsageError
-from dsbench.memory import release_freed
+from dsbench.memory import host_rss, release_freed
 from dsbench.stats import summarize
 from dsbench.suites import BENCHMARKS, Benchmark, Case, Context, Skip, case_id
 from dsbench.timing import Measurement, TimingConfig, measure, merge
@@ -270,6 +270,7 @@ def rank_worker(payload: dict, *, device: str, send: Callable) -> None:
             for index in group if r % 2 == 0 else group[::-1]:
                 if index in final:
                     continue
+                since = host_rss()
                 case, row = _setup_everywhere(bench, cases[index], ctx)
                 if row is not None:
                     final[index] = row
@@ -282,6 +283,7 @@ def rank_worker(payload: dict, *, device: str, send: Callable) -> None:
                             args=case.args,
                             config=round_config,
                             distributed=True,
+                            since_rss=since,
                         )
                     )
                 finally:

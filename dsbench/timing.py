@@ -94,13 +94,20 @@ class Measurement:
 
 def merge(parts: list[Measurement], level: float = 0.99) -> Measurement:
     """One measurement from the rounds of one case (interleaved with other cases): samples
-    pooled (each round warmed up on its own), memory the largest of the rounds'."""
+    pooled (each round warmed up on its own), peak memory the largest of the rounds', the memory
+    the case added (``host_peak_added_bytes``) the smallest."""
     samples = [s for m in parts for s in m.samples]
     first = parts[0]
+    memory = max_over([m.memory for m in parts])
+    added = [m.memory.get("host_peak_added_bytes") for m in parts]
+    if all(a is not None for a in added):
+        # what the case adds is the same every round, except what happens once per process
+        # (imports, first allocations): the smallest round's is the case's own
+        memory["host_peak_added_bytes"] = min(added)
     return Measurement(
         samples=samples,
         summary=summarize(samples, level),
-        memory=max_over([m.memory for m in parts]),
+        memory=memory,
         warmup_reps=sum(m.warmup_reps for m in parts),
         rotations=first.rotations,
         timer=first.timer,
@@ -173,6 +180,7 @@ def measure(
     args: Sequence[tuple] = ((),),
     config: TimingConfig | None = None,
     distributed: bool = False,
+    since_rss: int | None = None,
 ) -> Measurement:
     """Time ``fn(*args[i % len(args)])`` per repetition; see the module docstring."""
     cfg = config or TimingConfig()
@@ -210,7 +218,7 @@ def measure(
     flush = _flush_buffer(device) if gpu and cfg.flush_l2 else None
     planned = max(cfg.min_reps, min(cfg.max_reps, int(cfg.budget_s / max(per_call, 1e-9))))
     samples: list[float] = []
-    with PeakMemory(device) as peak:
+    with PeakMemory(device, since_rss=since_rss) as peak:
         if distributed:
             samples = _timed_batch(call, device, flush, planned, barrier=True)
             samples = _allreduce_max(samples, device)

@@ -137,3 +137,6 @@ def test_interleaved_cases_alternate_in_rounds_and_pool_their_samples():
         assert row["timing"]["warmup_reps"] >= 3  # each round warms up on its own
         assert len(row["timing"]["samples"]) >= 3 * 2  # per round: min_reps / rounds = 2
         assert row["notes"] == {"side": cases[index]["side"]}
+        memory = row["memory"]  # the smallest round's addition, never above the largest peak
+        assert isinstance(memory["host_peak_added_bytes"], int)
+        assert memory["host_peak_added_bytes"] <= memory["host_peak_rss_bytes"]

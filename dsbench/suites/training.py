@@ -9,7 +9,10 @@ backward and the engine's gradient reduction, then the step. Reported:
   the usual 6NT training-FLOPs convention, attention's T² terms excluded), whose % of the
   profile's dense peak for the training dtype is the MFU;
 - step time, and peak memory per rank (the largest rank's: allocator peaks on GPUs, resident set
-  on CPUs).
+  on CPUs). On CPUs the resident set includes ~1 GB the process holds anyway (torch, DeepSpeed's
+  modules once imported) that varies by tens of MB with what ran before, so rows also carry
+  ``host_peak_added_bytes``: the peak minus the resident set just before the case was set up
+  (model, engine, optimizer state, communication buffers), the smallest over the rounds.
 
 ``kernels=torch`` runs torch's AdamW (unfused, torch's default) in both engines: dsbench's engine
 calls the registry's torch reference, DeepSpeed ``torch_adam``; each engine keeps its own

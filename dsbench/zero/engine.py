@@ -419,14 +419,17 @@ class ZeroEngine:
         if b.owned != b.padded and s.reduce_scatter:
             out = torch.empty(b.owned, dtype=self.dtype, device=self.device)
             handle = self.comm.reduce_scatter(out, full)
+            fresh = True  # ``out`` is ours alone: it may be scaled in place
         else:
             out = full[b.lo : b.lo + b.owned]
             handle = self.comm.allreduce(full)
+            fresh = False
 
-        def finish(out=out, b=b, accumulate=accumulate, full=full):
+        def finish(out=out, b=b, accumulate=accumulate, full=full, fresh=fresh):
             g = out.float() if out.dtype != torch.float32 else out
             if self.dtype != torch.float16:
-                g = g / self.world
+                # a fresh reduce-scatter output (or fp32 copy) is divided in place
+                g = g.div_(self.world) if fresh or g is not out else g / self.world
             if accumulate:
                 b.grad.add_(g)
             else:
