@@ -17,9 +17,10 @@ Its size is what the largest collective so far needed (one region, reused by eve
 
 Algorithms, with n ranks, S the bytes of the full (gathered / unreduced) tensor:
 
-- reduce-scatter: rank r copies its input into slot r of the workspace (S bytes written);
-  barrier; rank r sums segment r over the n slots in rank order into its output (reads S, writes
-  S/n). Each segment is summed by its owner only.
+- reduce-scatter: rank r copies the n-1 segments of its input that other ranks own into slot r
+  of the workspace ((n-1)/n·S bytes written); barrier; rank r sums segment r, its own input's
+  and the n-1 others' from their slots, in rank order into its output (reads S, writes S/n).
+  Each segment is summed by its owner only.
 - all-reduce: as reduce-scatter, but the owner writes its summed segment into a shared result
   area (S/n); barrier; every rank copies the whole result out (reads S). Every rank copies the
   same bytes, so results are bitwise identical across ranks.
@@ -185,6 +186,12 @@ def _view(raw, offset: int, count: int, dtype) -> torch.Tensor:
     return raw[offset : offset + count * itemsize].view(dtype)
 
 
+def _overlaps(a, b) -> bool:
+    """Whether two tensors share any bytes of storage."""
+    a0, b0 = a.data_ptr(), b.data_ptr()
+    return a0 < b0 + b.numel() * b.element_size() and b0 < a0 + a.numel() * a.element_size()
+
+
 def _sum_segment(slots: list, out) -> None:
     """``out`` = slots[0] + slots[1] + ... in rank order, in fp32 for half precision."""
     import torch
@@ -214,15 +221,27 @@ def reduce_scatter(output: torch.Tensor, input: torch.Tensor, group=None) -> tor
         return output
     if output.numel() == 0:
         return output
-    n, m, item = ws.size, output.numel(), input.element_size()
-    offs = _offsets([n * m] * n, item)
+    n, m, r, item = ws.size, output.numel(), ws.rank, input.element_size()
+    # Slot j holds rank j's n-1 chunks that other ranks sum (its own one stays local): chunk k
+    # at position k, or k-1 past j.
+    offs = _offsets([(n - 1) * m] * n, item)
     raw = ws.acquire(offs[-1])
-    mine = _view(raw, offs[ws.rank], n * m, input.dtype)
-    mine.copy_(input.reshape(-1))
+    flat = input.reshape(-1)
+    mine = _view(raw, offs[r], (n - 1) * m, input.dtype)
+    mine[: r * m].copy_(flat[: r * m])
+    mine[r * m :].copy_(flat[(r + 1) * m :])
     ws.barrier()
-    seg = slice(ws.rank * m, (ws.rank + 1) * m)
-    slots = [_view(raw, offs[j], n * m, input.dtype)[seg] for j in range(n)]
+    local = flat[r * m : (r + 1) * m]
     dst = output.view(-1) if output.is_contiguous() else output.new_empty(m)
+    if _overlaps(dst, flat):  # in place: keep the local chunk before the sum overwrites it
+        local = local.clone()
+    at = r * m  # rank r's chunk in any other slot: position r of j's, less one past j
+    slots = [
+        local
+        if j == r
+        else _view(raw, offs[j], (n - 1) * m, input.dtype)[at - (m if r > j else 0) :][:m]
+        for j in range(n)
+    ]
     _sum_segment(slots, dst)
     if dst.data_ptr() != output.data_ptr():
         output.copy_(dst.view(output.shape))

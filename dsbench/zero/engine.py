@@ -417,7 +417,10 @@ class ZeroEngine:
             full.div_(self.world)  # fp16: pre-divide so the sum cannot overflow
         accumulate = s.stage >= 2 or b in self.units
         if b.owned != b.padded and s.reduce_scatter:
-            out = torch.empty(b.owned, dtype=self.dtype, device=self.device)
+            if not accumulate and b.grad.dtype == self.dtype:  # straight into the owned gradient
+                out = b.grad
+            else:
+                out = torch.empty(b.owned, dtype=self.dtype, device=self.device)
             handle = self.comm.reduce_scatter(out, full)
             fresh = True  # ``out`` is ours alone: it may be scaled in place
         else:
@@ -432,7 +435,7 @@ class ZeroEngine:
                 g = g.div_(self.world) if fresh or g is not out else g / self.world
             if accumulate:
                 b.grad.add_(g)
-            else:
+            elif g is not b.grad:
                 b.grad.copy_(g)
             if accumulate and contiguous:  # reduced every micro-step: start the next from zero
                 full.zero_()
