@@ -302,6 +302,57 @@ def rank_worker(payload: dict, *, device: str, send: Callable) -> None:
         counted.clear()
 
 
+MEMORY_PASS = TimingConfig(warmup_s=0.0, min_warmup=2, min_reps=3, max_reps=3, budget_s=0.0)
+"""Interleaved benchmarks' fresh-process memory pass: 2 warm-up calls, 3 measured."""
+
+
+def memory_worker(payload: dict, *, device: str, send: Callable) -> None:
+    """One case alone in freshly spawned ranks: the peak resident set (and device peaks) with
+    nothing else in the process, and what the case added to the process as it started."""
+    import torch.distributed as dist
+
+    bench = BENCHMARKS[payload["benchmark"]]
+    ctx = dataclasses.replace(
+        payload["ctx"], device=device, rank=dist.get_rank(), world_size=dist.get_world_size()
+    )
+    since = host_rss()
+    case, row = _setup_everywhere(bench, payload["case"], ctx)
+    if row is not None:
+        return
+    try:
+        m = measure(
+            case.fn,
+            device=ctx.torch_device,
+            args=case.args,
+            config=MEMORY_PASS,
+            distributed=True,
+            since_rss=since,
+        )
+    finally:
+        if case.teardown is not None:
+            case.teardown()
+    if ctx.rank == 0:
+        send(m.memory)
+
+
+def _fresh_memory(bench, params, ctx, profile, nranks: int) -> dict | None:
+    from dsbench.distributed import RankFailure, spawn_ranks
+
+    got: list[dict] = []
+    try:
+        spawn_ranks(
+            "dsbench.runner:memory_worker",
+            nranks,
+            {"benchmark": bench.name, "case": params, "ctx": ctx, "profile": profile},
+            device_type="cuda" if ctx.gpu else "cpu",
+            on_message=lambda rank, msg: got.append(msg),
+            timeout_s=300,
+        )
+    except RankFailure:
+        return None  # the timing launch reports the case's failure
+    return got[0] if got else None
+
+
 def run_distributed(
     bench: Benchmark,
     cases: list[dict],
@@ -329,9 +380,18 @@ def run_distributed(
                 )
             continue
         got: dict[int, dict] = {}
+        # Interleaved benchmarks compare engines side by side: each case's memory is also taken
+        # alone in fresh processes, where nothing earlier in the process blurs it.
+        fresh = (
+            [_fresh_memory(bench, params, ctx, profile, nranks) for params in group]
+            if bench.interleave
+            else []
+        )
 
-        def receive(rank: int, msg, got=got) -> None:
+        def receive(rank: int, msg, got=got, fresh=fresh) -> None:
             index, row = msg
+            if fresh and fresh[index] is not None and row.get("memory") is not None:
+                row["memory"]["fresh_process"] = fresh[index]
             got[index] = row
             on_row(row)
 

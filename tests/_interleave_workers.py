@@ -39,3 +39,8 @@ def run(payload, *, device, send):
     rows = []
     runner.rank_worker(payload, device=device, send=lambda msg: rows.append(msg))
     send({"rank": dist.get_rank(), "setups": list(SETUPS), "rows": rows})
+
+
+def memory(payload, *, device, send):
+    runner.BENCHMARKS = {"two_sided": TWO_SIDED}
+    runner.memory_worker(payload, device=device, send=send)

@@ -140,3 +140,25 @@ def test_interleaved_cases_alternate_in_rounds_and_pool_their_samples():
         memory = row["memory"]  # the smallest round's addition, never above the largest peak
         assert isinstance(memory["host_peak_added_bytes"], int)
         assert memory["host_peak_added_bytes"] <= memory["host_peak_rss_bytes"]
+
+
+@pytest.mark.slow
+def test_memory_pass_measures_one_case_in_fresh_ranks():
+    """The fresh-process memory pass sets one case up on new ranks, runs it and sends the
+    largest rank's peak and what the case added (rank 0 only)."""
+    from dsbench.distributed import spawn_ranks
+    from dsbench.suites.base import Context
+
+    got = []
+    spawn_ranks(
+        "tests._interleave_workers:memory",
+        2,
+        {"benchmark": "two_sided", "case": {"side": "a", "size": 8, "ranks": 2},
+         "ctx": Context(suite="smoke"), "profile": None},
+        on_message=lambda rank, msg: got.append((rank, msg)),
+        timeout_s=120,
+    )  # fmt: skip
+    assert [rank for rank, _ in got] == [0]
+    memory = got[0][1]
+    assert memory["host_peak_rss_bytes"] > 0 and memory["host_peak_reset"] in (True, False)
+    assert 0 <= memory["host_peak_added_bytes"] <= memory["host_peak_rss_bytes"]

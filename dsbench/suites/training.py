@@ -12,7 +12,10 @@ backward and the engine's gradient reduction, then the step. Reported:
   on CPUs). On CPUs the resident set includes ~1 GB the process holds anyway (torch, DeepSpeed's
   modules once imported) that varies by tens of MB with what ran before, so rows also carry
   ``host_peak_added_bytes``: the peak minus the resident set just before the case was set up
-  (model, engine, optimizer state, communication buffers), the smallest over the rounds.
+  (model, engine, optimizer state, communication buffers), the smallest over the rounds, and
+  ``fresh_process``: the same case measured alone in freshly spawned ranks (2 warm-up steps, 3
+  measured), where nothing that ran before is resident; that is the number to compare engines
+  by.
 
 ``kernels=torch`` runs torch's AdamW (unfused, torch's default) in both engines: dsbench's engine
 calls the registry's torch reference, DeepSpeed ``torch_adam``; each engine keeps its own
