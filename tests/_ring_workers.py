@@ -266,35 +266,9 @@ def check_registry_reduce_add(c: Checker, seed: int) -> None:
     c.checks += 1
 
 
-def check_edges(world: int, rank: int) -> list[str]:
-    """World size 1 (singleton groups: copies), and bad input rejected before any message."""
+def expect_errors(bad: list) -> list[str]:
+    """Each ``(call, error, message)``: the call raises ``error`` saying ``message``."""
     failures = []
-    singles = [dist.new_group([i]) for i in range(world)]  # every rank creates every group
-    one = singles[rank]
-    x = torch.randn(11)
-    if not torch.equal(ring.allreduce(x.clone(), group=one), x):
-        failures.append("world size 1: allreduce changed the tensor")
-    out = torch.empty(11)
-    if not torch.equal(ring.reduce_scatter(out, x, group=one), x):
-        failures.append("world size 1: reduce_scatter is not a copy")
-    out = torch.empty(11)
-    if not torch.equal(ring.allgather(out, x, group=one), x):
-        failures.append("world size 1: allgather is not a copy")
-    leaf = torch.ones(5, requires_grad=True)  # autograd does not record collectives
-    if not torch.equal(ring.allreduce(leaf).detach(), torch.full((5,), float(world))):
-        failures.append("allreduce of a tensor that requires grad")
-    bad = [
-        (lambda: ring.allreduce(torch.ones(4, dtype=torch.float64)), TypeError,
-         "ring allreduce: dtype float64 is not supported"),
-        (lambda: ring.allreduce(torch.ones(4, dtype=torch.int32)), TypeError,
-         "ring allreduce: dtype int32"),
-        (lambda: ring.reduce_scatter(torch.empty(3), torch.empty(3 * world + 1)), ValueError,
-         f"ring reduce_scatter: input must have world_size ({world}) x output.numel()"),
-        (lambda: ring.allgather(torch.empty(2 * world), torch.empty(2, dtype=torch.float16)),
-         ValueError, "ring allgather: output and input must share dtype"),
-        (lambda: ring.allreduce(torch.ones(8), chunk_bytes=0), ValueError,
-         "ring: chunk_bytes and depth must be positive"),
-    ]  # fmt: skip
     for call, error, message in bad:
         try:
             call()
@@ -303,6 +277,41 @@ def check_edges(world: int, rank: int) -> list[str]:
             if message not in str(exc):
                 failures.append(f"{error.__name__} {exc!s} does not say {message!r}")
     return failures
+
+
+def check_edges(world: int, rank: int, impl=ring) -> list[str]:
+    """World size 1 (singleton groups: copies), and bad input rejected before any message, for
+    the ring (default) or another implementation module with the same functions."""
+    name = impl.__name__.rsplit(".", 1)[-1]
+    failures = []
+    singles = [dist.new_group([i]) for i in range(world)]  # every rank creates every group
+    one = singles[rank]
+    x = torch.randn(11)
+    if not torch.equal(impl.allreduce(x.clone(), group=one), x):
+        failures.append("world size 1: allreduce changed the tensor")
+    out = torch.empty(11)
+    if not torch.equal(impl.reduce_scatter(out, x, group=one), x):
+        failures.append("world size 1: reduce_scatter is not a copy")
+    out = torch.empty(11)
+    if not torch.equal(impl.allgather(out, x, group=one), x):
+        failures.append("world size 1: allgather is not a copy")
+    leaf = torch.ones(5, requires_grad=True)  # autograd does not record collectives
+    if not torch.equal(impl.allreduce(leaf).detach(), torch.full((5,), float(world))):
+        failures.append("allreduce of a tensor that requires grad")
+    bad = [
+        (lambda: impl.allreduce(torch.ones(4, dtype=torch.float64)), TypeError,
+         f"{name} allreduce: dtype float64 is not supported"),
+        (lambda: impl.allreduce(torch.ones(4, dtype=torch.int32)), TypeError,
+         f"{name} allreduce: dtype int32"),
+        (lambda: impl.reduce_scatter(torch.empty(3), torch.empty(3 * world + 1)), ValueError,
+         f"{name} reduce_scatter: input must have world_size ({world}) x output.numel()"),
+        (lambda: impl.allgather(torch.empty(2 * world), torch.empty(2, dtype=torch.float16)),
+         ValueError, f"{name} allgather: output and input must share dtype"),
+    ]  # fmt: skip
+    if impl is ring:
+        bad.append((lambda: ring.allreduce(torch.ones(8), chunk_bytes=0), ValueError,
+                    "ring: chunk_bytes and depth must be positive"))  # fmt: skip
+    return failures + expect_errors(bad)
 
 
 def check_ring(payload, *, device, send):

@@ -23,6 +23,7 @@ from tests._ring_workers import (
     UNIT_ROUNDOFF,
     check_bitwise,
     check_bound,
+    check_edges,
     inputs,
     same_on_all_ranks,
 )
@@ -143,46 +144,12 @@ def run_cases(c: Checker, seed: int, big: int = 1_000_003) -> None:
     c.allreduce(seed + 40, 3 * big, f32)  # grows again, between collectives
 
 
-def check_edges(world: int, rank: int) -> list[str]:
-    failures = []
-    singles = [dist.new_group([i]) for i in range(world)]
-    one = singles[rank]
-    x = torch.randn(11)
-    if not torch.equal(shm.allreduce(x.clone(), group=one), x):
-        failures.append("world size 1: allreduce changed the tensor")
-    out = torch.empty(11)
-    if not torch.equal(shm.reduce_scatter(out, x, group=one), x):
-        failures.append("world size 1: reduce_scatter is not a copy")
-    out = torch.empty(11)
-    if not torch.equal(shm.allgather(out, x, group=one), x):
-        failures.append("world size 1: allgather is not a copy")
-    leaf = torch.ones(5, requires_grad=True)
-    if not torch.equal(shm.allreduce(leaf).detach(), torch.full((5,), float(world))):
-        failures.append("allreduce of a tensor that requires grad")
-    bad = [
-        (lambda: shm.allreduce(torch.ones(4, dtype=torch.float64)), TypeError,
-         "shm allreduce: dtype float64 is not supported"),
-        (lambda: shm.reduce_scatter(torch.empty(3), torch.empty(3 * world + 1)), ValueError,
-         f"shm reduce_scatter: input must have world_size ({world}) x output.numel()"),
-        (lambda: shm.allgather(torch.empty(2 * world), torch.empty(2, dtype=torch.float16)),
-         ValueError, "shm allgather: output and input must share dtype"),
-    ]  # fmt: skip
-    for call, error, message in bad:
-        try:
-            call()
-            failures.append(f"no {error.__name__} for {message!r}")
-        except error as exc:
-            if message not in str(exc):
-                failures.append(f"{error.__name__} {exc!s} does not say {message!r}")
-    return failures
-
-
 def check_shm(payload, *, device, send):
     world, rank = dist.get_world_size(), dist.get_rank()
     seed = payload["seed"]
     checkers = [Checker(None, list(range(world)))]
     run_cases(checkers[0], seed)
-    failures = check_edges(world, rank)
+    failures = check_edges(world, rank, shm)
     if world == 4:
         pairs = [dist.new_group([0, 2]), dist.new_group([1, 3])]
         checkers.append(Checker(pairs[rank % 2], [0, 2] if rank % 2 == 0 else [1, 3]))

@@ -67,6 +67,7 @@ from pathlib import Path
 from typing import Any
 
 from dsbench.errors import UsageError, choices_message
+from dsbench.hardware import _show  # a TOML value as written, for error messages
 from dsbench.results import CLAIMS_DIR, Run, default_results_dir
 
 SCHEMA = "dsbench-claims"
@@ -192,18 +193,6 @@ class Claim:
 # --------------------------------------------------------------------------------------------
 # Loading and validation
 # --------------------------------------------------------------------------------------------
-
-
-def _show(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return repr(value)
-    if isinstance(value, dict):
-        return "a table"
-    if isinstance(value, list):
-        return "a list"
-    return str(value)
 
 
 def _is_number(value: Any) -> bool:
