@@ -1,15 +1,20 @@
-"""Compare two runs: selectors pick them, pairs are matched by benchmark id, and a change counts
-only when it is statistically significant AND beyond a factor, in the metric's own direction.
+"""Compare two runs: selectors pick them, pairs are matched by benchmark id, and each pair gets
+one of four verdicts from run-level statistics, in the metric's own direction.
 
+- Verdicts (:func:`dsbench.stats.judge`): **better** / **worse** when the whole 99% interval of
+  the contender/baseline ratio lies beyond ``--factor`` in the metric's direction, **unchanged**
+  when it lies within [1/factor, factor], **inconclusive** otherwise, with the reason (one round
+  per side, too few samples, spread too wide). The unit of evidence is the round: between two
+  runs a launch (a fresh process); between two sides of one run (``engine=deepspeed`` vs
+  ``engine=dsbench``) the alternating rounds both sides were timed in. Two runs of one launch
+  each are decided only with a noise figure (an A/A calibration of the machine, ``dsbench
+  noise``), the newest for that machine, named above the table.
 - Direction: each row carries ``direction`` (higher is better for throughput, lower for time
   and memory); asv treats everything as lower-is-better, dsbench does not.
-- Significance: Mann–Whitney U on the raw samples (p < 0.01), or non-overlapping 99% CIs of
-  the medians when samples are too few (see :mod:`dsbench.stats`). A row with one value and no
-  spread (asv's quick mode and ``track_`` benchmarks) is judged by the factor alone, as
-  ``asv compare`` does, and the notes say so.
-- Choosing runs: when a selector matches several runs, the pair of runs that differs in the
-  fewest fields besides the compared axis is used (newest first among equals), so
-  ``--baseline 0.18.3 --contender 0.18.4`` over asv's matrix pairs the same Python.
+- Choosing runs: when a selector matches several runs, the pair of runs sharing benchmark cases
+  and differing in the fewest fields besides the compared axis is used (newest first among
+  equals), so ``--baseline 0.18.3 --contender 0.18.4`` over asv's matrix pairs the same Python.
+  With no contender, the closest run that differs on the baseline selector's own axis is used.
 - Environments: when a side comes from asv (one run per environment), every row carries the
   environment of each side (``python 3.11, deepspeed 0.18.3``).
 - Confounders: environment fields that differ besides the compared axis are listed above the
@@ -26,8 +31,8 @@ import re
 from tabulate import tabulate
 
 from dsbench.errors import UsageError, choices_message
-from dsbench.results import Run
-from dsbench.stats import Summary, significantly_different
+from dsbench.results import Run, row_rounds
+from dsbench.stats import VERDICTS, Noise, Verdict, centre, judge, round_spread
 
 ENV_KEYS = (
     "python",
@@ -68,7 +73,7 @@ SUBSTRING_KEYS = {"device", "cpu"}
 PREFIX_KEYS = {"commit", "run"}
 CONFOUNDER_KEYS = (*ENV_KEYS, "machine")
 FORMATS = {"github": "github", "plain": "simple", "markdown": "pipe", "html": "html", "csv": None}
-HEADERS = ["benchmark", "unit", "baseline", "contender", "ratio", "change"]
+HEADERS = ["benchmark", "unit", "baseline", "contender", "ratio", "99% interval", "change", "basis"]
 ENV_HEADERS = ["baseline env", "contender env"]
 ENV_LABEL_KEYS = ("python", "deepspeed")
 """Always in an environment label: the axes of asv's matrix."""
@@ -216,21 +221,68 @@ def pick_runs(
         cont, c_note = base, f"contender: rows with {c_sel.text} of the same run"
         c_rows = c_sel.rows(cont)
     else:
-        others = [r for r in runs if r is not base and not b_sel.matches(r)]
-        others = others or [r for r in runs if r is not base]
-        if not others:
-            raise UsageError(f"only one run exists ({base.describe()}); nothing to compare with")
-        cont = others[-1]
-        c_note = f"contender: {cont.describe()} — newest run that is not the baseline"
+        cont, c_note = _closest_other(runs, base, b_sel)
         c_rows = cont.benchmarks
     strip = {sel.key for sel in (b_sel, c_sel) if sel is not None and sel.param}
     return (Side(base, _strip(b_sel.rows(base), strip)), Side(cont, _strip(c_rows, strip)),
             [b_note, c_note])  # fmt: skip
 
 
+def shared_cases(a: Run, b: Run) -> int:
+    """How many benchmark cases both runs measured (status ok)."""
+    ok = lambda run: {k for k, r in run.benchmarks.items() if r["status"] == "ok"}  # noqa: E731
+    return len(ok(a) & ok(b))
+
+
+def selector_axis(sel: Selector, run: Run) -> str:
+    """The run field a selector varies: its key, or for a bare value the field it matched
+    (the DeepSpeed version, else the label)."""
+    if sel.key is not None:
+        return sel.key
+    return "deepspeed" if run.fields.get("deepspeed") == sel.value else "label"
+
+
+def ab_hint(axis: str, base: Run) -> str:
+    """The `dsbench ab` command that measures both sides of ``axis`` in alternating rounds."""
+    value = base.fields.get(axis)
+    suite = base.doc.get("suite") or "quick"
+    sides = {
+        "deepspeed": (f"deepspeed={value}", "deepspeed=VERSION"),
+        "python": (f"python={value}", "python=VERSION"),
+        "commit": (f"commit={value}", "commit=REF"),
+    }.get(axis, ("commit=REF", "commit=REF"))
+    return f"dsbench ab --baseline {sides[0]} --contender {sides[1]} --suite {suite}"
+
+
+def _closest_other(runs: list[Run], base: Run, sel: Selector) -> tuple[Run, str]:
+    """With no contender: the run closest to ``base`` (sharing cases, fewest other
+    differences, newest among equals) that differs on the selector's own axis."""
+    axis = selector_axis(sel, base)
+    candidates = [
+        (len(confounders(base, r, {axis})), -i, r)
+        for i, r in enumerate(runs)
+        if r is not base
+        and r.fields.get(axis) != base.fields.get(axis)
+        and not sel.matches(r)
+        and shared_cases(base, r)
+    ]
+    if not candidates:
+        raise UsageError(
+            f"no run differs from the baseline ({base.id}) in {axis} and shares a benchmark "
+            f"case with it; measure both sides with: {ab_hint(axis, base)}"
+        )
+    *_, cont = min(candidates, key=lambda c: c[:2])
+    note = (
+        f"contender: {cont.describe()} — the closest run with another {axis} "
+        f"({base.fields.get(axis)} vs {cont.fields.get(axis)})"
+    )
+    return cont, note
+
+
 def _closest_pair(runs: list[Run], b_sel: Selector, c_sel: Selector) -> tuple[Run, Run, str, str]:
-    """Among the runs each selector matches, the pair differing in the fewest fields besides
-    the compared axes; among equals the newest. Runs are in chronological order."""
+    """Among the runs each selector matches, the pair sharing benchmark cases and differing in
+    the fewest fields besides the compared axes; among equals the newest. Runs are in
+    chronological order."""
     b_match = [i for i, r in enumerate(runs) if b_sel.matches(r)]
     c_match = [i for i, r in enumerate(runs) if c_sel.matches(r)]
     for role, sel, matching in (("baseline", b_sel, b_match), ("contender", c_sel, c_match)):
@@ -243,12 +295,13 @@ def _closest_pair(runs: list[Run], b_sel: Selector, c_sel: Selector) -> tuple[Ru
         (len(confounders(runs[b], runs[c], axes)), -max(b, c), -min(b, c), b, c)
         for b in b_match
         for c in c_match
-        if b != c
+        if b != c and shared_cases(runs[b], runs[c])
     ]
     if not pairs:
+        axis = selector_axis(b_sel, runs[b_match[-1]])
         raise UsageError(
-            f"baseline and contender selectors match only one run "
-            f"({runs[b_match[0]].describe()}); nothing to compare with"
+            f"no run matching '{b_sel.text}' shares a benchmark case with a run matching "
+            f"'{c_sel.text}'; measure both sides with: {ab_hint(axis, runs[b_match[-1]])}"
         )
     *_, b, c = min(pairs)
     return (
@@ -290,61 +343,59 @@ class Row:
     unit: str
     direction: str | None
     baseline: float | None
+    """The baseline's centre: the geometric mean of its rounds' medians (one round: median)."""
     contender: float | None
     ratio: float | None
     change: str
-    """'better', 'worse', '' (no significant change beyond the factor), or why not comparable."""
-    test: str = ""
+    """A verdict (:data:`dsbench.stats.VERDICTS`), or why the row is not comparable: 'only in
+    baseline', 'only in contender', 'baseline failed', 'skipped / failed', 'units differ'."""
+    low: float | None = None
+    """The 99% interval of the ratio."""
+    high: float | None = None
+    basis: str = ""
+    """How the verdict was reached (``t(10)+bootstrap, 6+6 rounds``), or for ``inconclusive``
+    why the data cannot decide."""
     baseline_env: str = ""
     """The environment the baseline value came from (set when a side is an asv run)."""
     contender_env: str = ""
 
+    @property
+    def comparable(self) -> bool:
+        return self.change in VERDICTS
 
-def _side(row: dict | None) -> tuple[float | None, str]:
+
+def _side(row: dict | None) -> str:
     if row is None:
-        return None, "missing"
-    if row["status"] != "ok":
-        return None, row["status"]
-    return row["value"], ""
-
-
-FACTOR_ONLY = "one value: factor only"
-"""The test column of a row with a single value on a side (asv quick mode, ``track_``)."""
-
-
-def _significance(b: dict, c: dict, alpha: float) -> tuple[bool, str]:
-    """Significance by :func:`dsbench.stats.significantly_different`; when a side has a single
-    value (no spread to test), the factor alone decides, as in ``asv compare``."""
-    if min(b["stats"]["n"], c["stats"]["n"]) < 2:
-        return True, FACTOR_ONLY
-    return significantly_different(
-        Summary.from_dict(b["stats"]),
-        Summary.from_dict(c["stats"]),
-        b.get("samples"),
-        c.get("samples"),
-        alpha,
-    )
+        return "missing"
+    return "" if row["status"] == "ok" else row["status"]
 
 
 def compare_rows(
     base: dict[str, dict],
     cont: dict[str, dict],
     factor: float = 1.05,
-    alpha: float = 0.01,
+    level: float = 0.99,
     envs: tuple[str, str] = ("", ""),
+    unit: str = "launch",
+    noise: dict[str, Noise] | None = None,
 ) -> list[Row]:
-    """Pair benchmarks by id; rows present on one side only are listed, not dropped.
+    """Pair benchmarks by id and judge each pair; rows present on one side only are listed.
 
-    ``envs``: the environment each side came from, carried by every row (shown as columns).
+    ``unit``: what a round is (``"launch"`` between runs, ``"round"`` between two sides of one
+    run, see :func:`dsbench.results.row_rounds`). ``noise``: noise figures by benchmark id, used
+    for pairs with a single launch on a side. ``envs``: the environment each side came from.
     """
     if factor < 1.0:
         raise UsageError(f"--factor must be >= 1.0, got {factor}")
+    noise = noise or {}
     out = []
     for bid in list(base) + [k for k in cont if k not in base]:
         b, c = base.get(bid), cont.get(bid)
         ref = b or c
-        (bv, bs), (cv, cs) = _side(b), _side(c)
-        unit, direction = ref.get("unit", ""), ref.get("direction")
+        bs, cs = _side(b), _side(c)
+        unit_name, direction = ref.get("unit", ""), ref.get("direction")
+        bv = b["value"] if not bs else None
+        cv = c["value"] if not cs else None
         if bs or cs:
             if "missing" in (bs, cs):
                 why = "only in contender" if bs == "missing" else "only in baseline"
@@ -352,22 +403,71 @@ def compare_rows(
                 why = f"{bs} / {cs}"  # e.g. "skipped / failed"
             else:
                 why = f"baseline {bs}" if bs else f"contender {cs}"
-            out.append(Row(bid, unit, direction, bv, cv, None, why, "", *envs))
+            out.append(Row(bid, unit_name, direction, bv, cv, None, why, None, None, "", *envs))
             continue
         if b["direction"] != c["direction"] or b["unit"] != c["unit"]:
-            out.append(Row(bid, unit, direction, bv, cv, None, "units differ", "", *envs))
+            out.append(Row(bid, unit_name, direction, bv, cv, None, "units differ",
+                           None, None, "", *envs))  # fmt: skip
             continue
-        ratio = cv / bv if bv else float("inf")
-        significant, test = _significance(b, c, alpha)
-        better = ratio > 1 if direction == "higher" else ratio < 1
-        beyond = ratio >= factor or ratio <= 1 / factor
-        change = ("better" if better else "worse") if significant and beyond else ""
-        out.append(Row(bid, unit, direction, bv, cv, ratio, change, test, *envs))
+        b_rounds, c_rounds = row_rounds(b, unit), row_rounds(c, unit)
+        fig = noise.get(bid) if min(len(b_rounds), len(c_rounds)) == 1 else None
+        v = judge(b_rounds, c_rounds, direction=direction, factor=factor, level=level, noise=fig)
+        out.append(_row(bid, unit_name, direction, b_rounds, c_rounds, v, envs))
     return out
+
+
+def _row(bid, unit, direction, b_rounds, c_rounds, v: Verdict, envs) -> Row:
+    return Row(
+        bid,
+        unit,
+        direction,
+        centre(b_rounds),
+        centre(c_rounds),
+        v.ratio,
+        v.change,
+        v.low,
+        v.high,
+        v.why or v.method,
+        *envs,
+    )
+
+
+def noise_figures(runs: list[Run], machine: str) -> tuple[Run | None, dict[str, Noise]]:
+    """The newest noise calibration of ``machine`` (a run ``dsbench noise`` wrote) and its
+    figure per benchmark id: the spread of the log launch medians, with launches - 1 df."""
+    calib = [r for r in runs if r.doc.get("purpose") == "noise" and r.machine == machine]
+    if not calib:
+        return None, {}
+    run = calib[-1]
+    figures = {}
+    for bid, row in run.benchmarks.items():
+        if row["status"] != "ok":
+            continue
+        sigma, df = round_spread(row_rounds(row, "launch"))
+        if df:
+            figures[bid] = Noise(sigma=sigma, df=df, source=run.id)
+    return run, figures
+
+
+def tally(rows: list[Row]) -> dict[str, int]:
+    """Rows per verdict, plus those on one side only and those failed, skipped or unlike."""
+    counts = {v: 0 for v in VERDICTS} | {"one side only": 0, "not comparable": 0}
+    for r in rows:
+        if r.comparable:
+            counts[r.change] += 1
+        elif r.change.startswith("only in"):
+            counts["one side only"] += 1
+        else:
+            counts["not comparable"] += 1
+    return counts
 
 
 def _fmt(v: float | None) -> str:
     return "n/a" if v is None else f"{v:.4g}"
+
+
+def interval_text(r: Row) -> str:
+    return "" if r.low is None else f"{r.low:.3f}-{r.high:.3f}"
 
 
 def render(rows: list[Row], fmt: str = "github") -> str:
@@ -382,7 +482,9 @@ def render(rows: list[Row], fmt: str = "github") -> str:
             _fmt(r.baseline),
             _fmt(r.contender),
             "" if r.ratio is None else f"{r.ratio:.3f}",
+            interval_text(r),
             r.change,
+            r.basis,
             *([r.baseline_env, r.contender_env] if with_env else []),
         ]
         for r in rows
@@ -433,6 +535,7 @@ class Report:
     table: str
     verdict: str
     rows: list[Row]
+    counts: dict[str, int]
 
 
 def report(
@@ -443,27 +546,47 @@ def report(
     factor: float = 1.05,
     fmt: str = "github",
     notes: list[str] | None = None,
+    runs: list[Run] | None = None,
 ) -> Report:
+    """The comparison table with its notes and summary line. ``runs``: where to look for the
+    machine's noise calibration (used for pairs with one launch on a side)."""
     base = base if isinstance(base, Side) else Side.whole(base)
     cont = cont if isinstance(cont, Side) else Side.whole(cont)
+    notes = list(notes or [])
     envs = ("", "")
     if is_asv(base.run) or is_asv(cont.run):
         envs = (env_label(base.run, cont.run), env_label(cont.run, base.run))
-    rows = compare_rows(base.rows, cont.rows, factor, envs=envs)
-    notes = list(notes or [])
-    single = sum(r.test == FACTOR_ONLY for r in rows)
+    same_run = base.run is cont.run
+    noise: dict[str, Noise] = {}
+    if not same_run and runs and base.run.machine == cont.run.machine:
+        calib, noise = noise_figures(
+            [r for r in runs if r is not base.run and r is not cont.run], base.run.machine
+        )
+        if calib is not None:
+            notes.append(
+                f"noise figure: {calib.describe()}, the newest A/A calibration of "
+                f"{calib.machine} ({len(calib.doc.get('launches') or [])} launches), for rows "
+                "with one launch on a side"
+            )
+    unit = "round" if same_run else "launch"
+    rows = compare_rows(base.rows, cont.rows, factor, envs=envs, unit=unit, noise=noise)
+    single = sum(r.basis.startswith("one value") for r in rows)
     if single:
         notes.append(
-            f"{single} row(s) have one value and no spread (asv --quick, track_): "
-            f"the factor x{factor:g} alone decides them, as in asv compare"
+            f"{single} row(s) have one value on a side (asv --quick, track_): inconclusive; "
+            "asv keeps real samples with --record-samples and several rounds (see the README)"
         )
-    diffs = confounders(base.run, cont.run, axes) if base.run is not cont.run else []
+    diffs = confounders(base.run, cont.run, axes) if not same_run else []
     if diffs:
         axis = ", ".join(sorted(axes)) or "the runs chosen"
         notes.append(f"confounded: besides {axis}, the runs differ in: " + "; ".join(diffs))
-    worse, better = regressions(rows), [r for r in rows if r.change == "better"]
+    counts = tally(rows)
     verdict = (
-        f"{len(better)} better, {len(worse)} worse (significant at p<0.01 and beyond "
-        f"x{factor:g}), {len(rows) - len(better) - len(worse)} unchanged or not comparable"
-    )
-    return Report(notes=notes, table=render(rows, fmt), verdict=verdict, rows=rows)
+        f"{counts['better']} better, {counts['worse']} worse, {counts['unchanged']} unchanged, "
+        f"{counts['inconclusive']} inconclusive (99% interval of the ratio against x{factor:g}, "
+        f"rounds = {'alternating rounds of one launch' if same_run else 'launches'}), "
+        f"{counts['one side only']} on one side only"
+        + (f", {counts['not comparable']} failed, skipped or unlike" if counts["not comparable"]
+           else "")
+    )  # fmt: skip
+    return Report(notes=notes, table=render(rows, fmt), verdict=verdict, rows=rows, counts=counts)

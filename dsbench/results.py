@@ -7,7 +7,13 @@ dsbench is reported in one line naming it and skipped; every other file still lo
 never modifies anything.
 
 Schema versions: 1, the first; 2 adds ``source``, the tool that measured the run (``dsbench`` or
-``asv``, :data:`SOURCES`).
+``asv``, :data:`SOURCES`); 3 adds rounds: each ``ok`` row's ``rounds`` partitions its samples
+into rounds, in order (``{"launch": i, "n": count}``: ``n`` samples from launch ``i``, a fresh
+process; several entries of one launch are rounds inside it, each a fresh setup alternated with
+the cases it is compared with), and the run's ``launches`` lists its launches. Runs of several
+launches (``dsbench ab``, ``dsbench noise``) set ``value`` to the geometric mean of the launches'
+medians, the centre compare judges (:func:`dsbench.stats.centre`). Files of versions 1 and 2
+were one launch each.
 
 asv's own result files (``results/asv/``, ``machine.json``, ``benchmarks.json``) live under the
 same root and are recognised and left to the asv reader (:mod:`dsbench.asv_results`), which
@@ -33,7 +39,7 @@ from pathlib import Path
 from dsbench.errors import UsageError
 
 SCHEMA = "dsbench-result"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 STATUSES = ("ok", "failed", "skipped")
 DIRECTIONS = ("higher", "lower")
 SOURCES = ("dsbench", "asv")
@@ -50,7 +56,17 @@ def _v1_to_v2(doc: dict) -> dict:
     return doc
 
 
-MIGRATIONS: dict[int, Callable[[dict], dict]] = {1: _v1_to_v2}
+def _v2_to_v3(doc: dict) -> dict:
+    """Schema 3 records rounds. A version-2 file was one launch (``dsbench run``, or one asv
+    environment); its in-process rounds were not recorded, so each row is one round."""
+    doc.setdefault("launches", [{"started": doc.get("created")}])
+    for row in doc.get("benchmarks", []):
+        if isinstance(row, dict) and isinstance(row.get("samples"), list) and row["samples"]:
+            row.setdefault("rounds", [{"launch": 0, "n": len(row["samples"])}])
+    return doc
+
+
+MIGRATIONS: dict[int, Callable[[dict], dict]] = {1: _v1_to_v2, 2: _v2_to_v3}
 """``MIGRATIONS[v](doc)`` turns a version-``v`` document into a version ``v + 1`` one."""
 
 REQUIRED_RUN_FIELDS = {
@@ -182,6 +198,41 @@ def _check_measurement(row: dict, where: str) -> None:
         isinstance(samples, list) and all(_is_number(x) for x in samples)
     ):
         raise ResultFileError(f"{where} 'samples' is not a list of finite numbers")
+    rounds = row.get("rounds")
+    if rounds is None:
+        return
+    ok = isinstance(rounds, list) and all(
+        isinstance(r, dict)
+        and isinstance(r.get("launch"), int)
+        and isinstance(r.get("n"), int)
+        and r["launch"] >= 0
+        and r["n"] >= 1
+        for r in rounds
+    )
+    if not ok:
+        raise ResultFileError(f"{where} 'rounds' is not a list of {{launch, n}} counts")
+    if sum(r["n"] for r in rounds) != len(samples or []):
+        raise ResultFileError(
+            f"{where} 'rounds' counts {sum(r['n'] for r in rounds)} samples but "
+            f"'samples' has {len(samples or [])}"
+        )
+
+
+def row_rounds(row: dict, unit: str = "launch") -> list[list[float]]:
+    """The row's samples split into rounds: per launch (``unit="launch"``, the unit of evidence
+    between runs) or per recorded round (``"round"``, between cases timed in alternating
+    rounds of one launch). A row without samples is one round of one value."""
+    samples = row.get("samples")
+    if not samples:
+        return [[row["value"]]]
+    rounds = row.get("rounds") or [{"launch": 0, "n": len(samples)}]
+    out: dict[tuple, list[float]] = {}
+    start = 0
+    for i, r in enumerate(rounds):
+        key = (r["launch"],) if unit == "launch" else (r["launch"], i)
+        out.setdefault(key, []).extend(samples[start : start + r["n"]])
+        start += r["n"]
+    return list(out.values())
 
 
 def migrate(doc: dict, where: str) -> dict:

@@ -8,6 +8,7 @@ fails or is skipped becomes a row saying so; the others still run.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import sys
 import traceback
@@ -126,6 +127,7 @@ def ok_row(bench: Benchmark, params: dict, case: Case, m: Measurement, profile: 
         "direction": bench.primary.direction,
         "value": p_summary.median,
         "samples": p_samples,
+        "rounds": [{"launch": 0, "n": n} for n in m.round_sizes],
         "stats": p_summary.to_dict(),
         "pct_of_peak": p_entry.get("pct_of_peak"),
         "peak": p_entry.get("peak"),
@@ -473,5 +475,6 @@ def new_run_doc(
         "argv": argv if argv is not None else sys.argv[1:],
         "env": env,
         "profile": profile.to_dict(),
+        "launches": [{"started": started.isoformat(timespec="seconds"), "pid": os.getpid()}],
         "benchmarks": rows,
     }

@@ -1,5 +1,6 @@
 """Statistics for benchmark samples: median with a distribution-free 99% confidence interval,
-IQR, and the Mann–Whitney U test used by ``dsbench compare``.
+IQR, and the run-level verdicts ``dsbench compare`` gives
+(:func:`judge`: better / worse / unchanged / inconclusive, from rounds, see the note there).
 
 The CI of the median uses order statistics: for sorted samples x_(1..n) it is
 [x_(k), x_(n-k+1)] with the largest k such that P(B <= k-1) <= alpha/2, B ~ Binomial(n, 1/2)
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from math import comb
 
 import numpy as np
 from scipy import stats as _st
@@ -77,40 +79,168 @@ def summarize(samples: Sequence[float], level: float = 0.99) -> Summary:
     )
 
 
-def mann_whitney_u(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
-    """Two-sided Mann–Whitney U test: (U statistic of ``a``, p-value).
+# ---------------------------------------------------------------------------- verdicts
+#
+# [Note: the unit of evidence]
+# On a shared machine two launches of the same code differ by 10-30% while repetitions inside
+# one process differ by about 1%, so the samples of one launch are not independent evidence
+# about another launch. A verdict's interval is therefore built from *rounds* (one fresh process
+# or launch each; inside one launch, one fresh setup alternated with the compared case), each
+# summarised by its median, as Kalibera & Jones recommend ("Rigorous benchmarking in reasonable
+# time", ISMM 2013): the variance at the top level already contains the variance below it.
+#
+# The ratio's centre is exp(mean log r_C - mean log r_B), r the rounds' medians (the geometric
+# mean of round medians; with one round per side, the ratio of the medians). Its 99% interval
+# is the union of two:
+# - Student's t on the log round medians with the pooled between-round variance, plus the
+#   variance of a noise figure (an A/A calibration of this machine, `dsbench noise`) when there
+#   is one: exact under normality, and the only usable interval with few rounds;
+# - with at least BOOTSTRAP_MIN_ROUNDS rounds a side, the hierarchical bootstrap (resample
+#   rounds, then samples within each resampled round), robust to skewed round medians.
+# With 3 rounds a side the bootstrap alone would be far too narrow: its 99% interval is about
+# the range of the round medians, and under A/A all three contender rounds fall beyond all
+# three baseline rounds with probability 1/20. The union is never narrower than either.
 
-    U counts the pairs (a_i, b_j) with a_i > b_j (ties count 1/2). Exact p-values for small
-    samples without ties, normal approximation with tie correction otherwise (scipy's 'auto').
-    """
-    res = _st.mannwhitneyu(
-        np.asarray(a, float), np.asarray(b, float), alternative="two-sided", method="auto"
-    )
-    return float(res.statistic), float(res.pvalue)
+VERDICTS = ("better", "worse", "unchanged", "inconclusive")
+BOOTSTRAP_MIN_ROUNDS = 5
+BOOTSTRAP_RESAMPLES = 1000
 
 
-MIN_SAMPLES_FOR_U = 5
-"""With fewer samples per side, Mann–Whitney U cannot reach p < 0.01; fall back to the CIs."""
+@dataclass(frozen=True, kw_only=True)
+class Noise:
+    """Run-to-run spread of one benchmark on one machine, from an A/A calibration."""
+
+    sigma: float
+    """Standard deviation of the log of a launch's median, between launches."""
+    df: int
+    """Degrees of freedom of ``sigma`` (launches - 1)."""
+    source: str = ""
+    """Where it came from (the calibration run's id)."""
 
 
-def significantly_different(
-    a: Summary,
-    b: Summary,
-    a_samples: Sequence[float] | None = None,
-    b_samples: Sequence[float] | None = None,
-    alpha: float = 0.01,
-) -> tuple[bool, str]:
-    """Whether two measurements differ significantly, and by which test.
+@dataclass(frozen=True, kw_only=True)
+class Verdict:
+    change: str
+    """One of :data:`VERDICTS`."""
+    ratio: float
+    """Contender centre / baseline centre (centre: geometric mean of the round medians)."""
+    low: float | None
+    """The 99% interval of the ratio (None where none could be made)."""
+    high: float | None
+    method: str
+    """How the interval was made, e.g. ``t(8)+bootstrap, 5+5 rounds``."""
+    why: str = ""
+    """For ``inconclusive``: why the data cannot decide."""
 
-    Mann–Whitney U on the raw samples (p < alpha) when both sides have enough; otherwise the
-    99% confidence intervals of the medians must not overlap (asv's rule).
-    """
-    if (
-        a_samples is not None
-        and b_samples is not None
-        and min(len(a_samples), len(b_samples)) >= MIN_SAMPLES_FOR_U
-    ):
-        _, p = mann_whitney_u(a_samples, b_samples)
-        return p < alpha, f"U p={p:.2g}"
-    overlap = a.ci_low <= b.ci_high and b.ci_low <= a.ci_high
-    return (not overlap), "CI overlap" if overlap else "CIs disjoint"
+
+def round_medians(rounds: Sequence[Sequence[float]]) -> np.ndarray:
+    return np.array([float(np.median(np.asarray(r, float))) for r in rounds if len(r)])
+
+
+def centre(rounds: Sequence[Sequence[float]]) -> float:
+    """The geometric mean of the rounds' medians (one round: its median)."""
+    med = round_medians(rounds)
+    return float(np.exp(np.mean(np.log(med))))
+
+
+def round_spread(rounds: Sequence[Sequence[float]]) -> tuple[float, int]:
+    """(SD of the log round medians, degrees of freedom): the noise figure of an A/A run."""
+    logs = np.log(round_medians(rounds))
+    if len(logs) < 2:
+        return 0.0, 0
+    return float(np.std(logs, ddof=1)), len(logs) - 1
+
+
+def min_exact_p(n: int, m: int) -> float:
+    """The smallest two-sided p-value the exact Mann–Whitney test can give with n and m samples:
+    complete separation, 2 / C(n+m, n)."""
+    return min(1.0, 2.0 / comb(n + m, n))
+
+
+def _bootstrap_logs(rounds: list[np.ndarray], rng: np.random.Generator, b: int) -> np.ndarray:
+    """``b`` hierarchical-bootstrap replicates of the mean log round median: rounds resampled
+    with replacement, then each chosen round's samples resampled with replacement."""
+    k = len(rounds)
+    # per round: b bootstrap medians of its own samples
+    meds = np.empty((k, b))
+    for i, x in enumerate(rounds):
+        idx = rng.integers(0, len(x), size=(b, len(x)))
+        meds[i] = np.median(x[idx], axis=1)
+    pick = rng.integers(0, k, size=(b, k))
+    return np.log(meds[pick, np.arange(b)[:, None]]).mean(axis=1)
+
+
+def judge(
+    base: Sequence[Sequence[float]],
+    cont: Sequence[Sequence[float]],
+    *,
+    direction: str,
+    factor: float = 1.05,
+    level: float = 0.99,
+    noise: Noise | None = None,
+    seed: int = 0,
+) -> Verdict:
+    """Verdict on contender vs baseline, each given as its rounds' samples (see the note above).
+
+    better / worse: the whole interval lies beyond ``factor`` in the metric's direction;
+    unchanged: it lies within [1/factor, factor]; inconclusive otherwise, or when the data
+    cannot support a test (one value, fewer samples than the exact test needs at 1 - level,
+    one round per side without a noise figure)."""
+    if direction not in ("higher", "lower"):
+        raise ValueError(f"direction must be 'higher' or 'lower', got {direction!r}")
+    b_rounds = [np.asarray(r, float) for r in base if len(r)]
+    c_rounds = [np.asarray(r, float) for r in cont if len(r)]
+    nb, nc = sum(map(len, b_rounds)), sum(map(len, c_rounds))
+    if not (b_rounds and c_rounds) or min(x.min() for x in (*b_rounds, *c_rounds)) <= 0:
+        return Verdict(change="inconclusive", ratio=float("nan"), low=None, high=None,
+                       method="", why="no positive values to compare")  # fmt: skip
+    ratio = centre(c_rounds) / centre(b_rounds)
+    kb, kc = len(b_rounds), len(c_rounds)
+    shape = f"{kb}+{kc} rounds"
+
+    def undecided(why: str, method: str = "") -> Verdict:
+        return Verdict(change="inconclusive", ratio=ratio, low=None, high=None,
+                       method=method or shape, why=why)  # fmt: skip
+
+    if min(nb, nc) < 2:
+        return undecided("one value on a side (no spread to test: asv --quick, track_)")
+    alpha = 1.0 - level
+    if min_exact_p(nb, nc) >= alpha:
+        return undecided(f"too few samples ({nb}+{nc}): the exact test cannot reach p<{alpha:g}")
+    lb, lc = np.log(round_medians(b_rounds)), np.log(round_medians(c_rounds))
+    ss = float(((lb - lb.mean()) ** 2).sum() + ((lc - lc.mean()) ** 2).sum())
+    df = (kb - 1) + (kc - 1)
+    parts = []
+    if noise is not None and noise.df > 0:
+        ss += noise.df * noise.sigma**2
+        df += noise.df
+        parts.append(f"noise figure{f' {noise.source}' if noise.source else ''}")
+    if df == 0:
+        return undecided(
+            "one round per side and no noise figure for this machine and benchmark "
+            "(measure one with `dsbench noise`, or compare in rounds with `dsbench ab`)"
+        )
+    d = float(np.log(ratio))
+    half = float(_st.t.ppf(1 - alpha / 2, df)) * np.sqrt(ss / df) * np.sqrt(1 / kb + 1 / kc)
+    lo, hi = d - half, d + half
+    method = f"t({df})"
+    if min(kb, kc) >= BOOTSTRAP_MIN_ROUNDS:
+        rng = np.random.default_rng(seed)
+        boot = _bootstrap_logs(c_rounds, rng, BOOTSTRAP_RESAMPLES) - _bootstrap_logs(
+            b_rounds, rng, BOOTSTRAP_RESAMPLES
+        )
+        q_lo, q_hi = np.quantile(boot, [alpha / 2, 1 - alpha / 2])
+        lo, hi = min(lo, float(q_lo)), max(hi, float(q_hi))
+        method += "+bootstrap"
+    method = ", ".join([f"{method} {shape}", *parts])
+    low, high = float(np.exp(lo)), float(np.exp(hi))
+    if low > factor or high < 1 / factor:
+        up = low > factor
+        change = "better" if up == (direction == "higher") else "worse"
+        return Verdict(change=change, ratio=ratio, low=low, high=high, method=method)
+    if low >= 1 / factor and high <= factor:
+        return Verdict(change="unchanged", ratio=ratio, low=low, high=high, method=method)
+    return Verdict(
+        change="inconclusive", ratio=ratio, low=low, high=high, method=method,
+        why=f"spread too wide: the interval reaches across x{factor:g}",
+    )  # fmt: skip

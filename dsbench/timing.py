@@ -77,6 +77,12 @@ class Measurement:
     l2_flushed: bool = False
     ranks: int = 1
     rounds: int = 1
+    round_sizes: list[int] = field(default_factory=list)
+    """Samples per round, in order (one round: ``[len(samples)]``)."""
+
+    def __post_init__(self) -> None:
+        if not self.round_sizes:
+            self.round_sizes = [len(self.samples)]
 
     def to_dict(self) -> dict:
         return {
@@ -89,6 +95,7 @@ class Measurement:
             "l2_flushed": self.l2_flushed,
             "ranks": self.ranks,
             "rounds": self.rounds,
+            "round_sizes": self.round_sizes,
         }
 
 
@@ -114,6 +121,7 @@ def merge(parts: list[Measurement], level: float = 0.99) -> Measurement:
         l2_flushed=first.l2_flushed,
         ranks=first.ranks,
         rounds=sum(m.rounds for m in parts),
+        round_sizes=[n for m in parts for n in m.round_sizes],
     )
 
 

@@ -16,9 +16,16 @@ def _seed_and_isolate(monkeypatch, tmp_path_factory):
     monkeypatch.setenv("DSBENCH_MACHINE", "testbox")
 
 
-def make_row(bid: str, samples, *, unit="GB/s", direction="higher", status="ok"):
-    """A result row as dsbench writes it, from given metric samples."""
-    from dsbench.stats import summarize
+def make_row(bid: str, samples, *, unit="GB/s", direction="higher", status="ok", one_launch=False):
+    """A result row as dsbench writes it, from given metric samples: a flat list (one launch)
+    or a list of lists, one per launch (the value is then the geometric mean of their
+    medians, as ``dsbench ab`` writes it), or with ``one_launch`` one per round of a single
+    launch (the training suite's alternating rounds)."""
+    from dsbench.stats import centre, summarize
+
+    nested = bool(samples) and all(isinstance(x, list | tuple) for x in samples)
+    rounds = [list(r) for r in samples] if nested else [list(samples)]
+    samples = [x for r in rounds for x in r]
 
     name = bid.split("[")[0]
     row = {
@@ -32,7 +39,12 @@ def make_row(bid: str, samples, *, unit="GB/s", direction="higher", status="ok")
     }
     if status == "ok":
         s = summarize(samples)
-        row.update(value=s.median, samples=list(samples), stats=s.to_dict())
+        row.update(
+            value=centre(rounds) if nested and not one_launch else s.median,
+            samples=list(samples),
+            rounds=[{"launch": 0 if one_launch else i, "n": len(r)} for i, r in enumerate(rounds)],
+            stats=s.to_dict(),
+        )
     else:
         row["error" if status == "failed" else "reason"] = "boom"
     return row

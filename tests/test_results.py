@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import re
 
 import pytest
 
@@ -45,9 +46,9 @@ def test_invalid_doc_is_refused_before_writing(tmp_path):
 
 
 def test_migration_chain_to_a_future_schema(tmp_path, monkeypatch):
-    # Pretend the current schema is 3 and that version 3 renamed 'machine' from 'host'; a
-    # version-1 file goes through the real 1 -> 2 step, then this one.
-    def v2_to_v3(doc):
+    # Pretend the current schema is 4 and that version 4 renamed 'machine' from 'host'; a
+    # version-1 file goes through the real 1 -> 2 -> 3 steps, then this one.
+    def v3_to_v4(doc):
         doc["machine"] = doc.pop("host")
         return doc
 
@@ -57,11 +58,11 @@ def test_migration_chain_to_a_future_schema(tmp_path, monkeypatch):
     old["schema_version"] = 1
     path = write_json(tmp_path / "old.json", old)
     raw = path.read_bytes()
-    monkeypatch.setattr(results, "SCHEMA_VERSION", 3)
-    monkeypatch.setitem(results.MIGRATIONS, 2, v2_to_v3)
+    monkeypatch.setattr(results, "SCHEMA_VERSION", 4)
+    monkeypatch.setitem(results.MIGRATIONS, 3, v3_to_v4)
     run = results.read_run(path)
     assert run.migrated_from == 1
-    assert run.doc["schema_version"] == 3 and run.machine == "testbox" and run.source == "dsbench"
+    assert run.doc["schema_version"] == 4 and run.machine == "testbox" and run.source == "dsbench"
     assert path.read_bytes() == raw, "reading must not modify the file"
 
 
@@ -71,9 +72,9 @@ def test_newer_schema_and_missing_migration_are_named(tmp_path, monkeypatch):
     p = write_json(tmp_path / "newer.json", newer)
     with pytest.raises(results.ResultFileError, match=r"newer.json: schema version .* is newer"):
         results.read_run(p)
-    old = write_json(tmp_path / "old.json", _doc())  # the current version, 2
-    monkeypatch.setattr(results, "SCHEMA_VERSION", 4)
-    with pytest.raises(results.ResultFileError, match="no migration from schema version 2"):
+    old = write_json(tmp_path / "old.json", _doc())  # the current version, 3
+    monkeypatch.setattr(results, "SCHEMA_VERSION", 5)
+    with pytest.raises(results.ResultFileError, match="no migration from schema version 3"):
         results.read_run(old)
 
 
@@ -84,19 +85,19 @@ def _v1(doc: dict) -> dict:
     return doc
 
 
-def test_v1_files_load_as_v2_with_source_dsbench(tmp_path):
+def test_v1_files_load_as_current_with_source_dsbench(tmp_path):
     path = write_json(tmp_path / "m" / "v1.json", _v1(_doc()))
     raw = path.read_bytes()
     run = results.read_run(path)
     assert run.migrated_from == 1
-    assert run.doc["schema_version"] == results.SCHEMA_VERSION == 2
+    assert run.doc["schema_version"] == results.SCHEMA_VERSION == 3
     assert run.source == run.doc["source"] == "dsbench"
     assert path.read_bytes() == raw, "reading must not modify the file"
     assert [r.source for r in results.load_runs(tmp_path, warn=pytest.fail)] == ["dsbench"]
 
 
-def test_committed_v1_results_migrate(tmp_path):
-    """The reference runs in results/ were written as schema 1; they still load, unchanged."""
+def test_committed_results_load_at_the_current_schema(tmp_path):
+    """The reference runs in results/ (some written as older schemas) load, unchanged."""
     from pathlib import Path
 
     root = Path(__file__).parents[1] / "results"
@@ -109,10 +110,10 @@ def test_committed_v1_results_migrate(tmp_path):
     assert raw == {p: p.read_bytes() for p in files}
 
 
-def test_new_runs_are_written_as_v2_with_their_source(tmp_path):
+def test_new_runs_are_written_as_v3_with_their_source(tmp_path):
     path = results.write_run(_doc(), root=tmp_path)
     on_disk = json.loads(path.read_text())
-    assert (on_disk["schema_version"], on_disk["source"]) == (2, "dsbench")
+    assert (on_disk["schema_version"], on_disk["source"]) == (3, "dsbench")
     assert results.read_run(path).migrated_from is None
 
 
@@ -244,3 +245,49 @@ def test_too_deeply_nested_file_is_named_and_skipped(tmp_path):
     warnings: list[str] = []
     assert [r.path for r in results.load_runs(tmp_path, warn=warnings.append)] == [good]
     assert warnings == [f"skipping {deep}: corrupt JSON (nested too deeply)"]
+
+
+def _v2(doc: dict) -> dict:
+    """``doc`` as a schema-2 file had it: no rounds."""
+    doc = json.loads(json.dumps(doc), object_hook=dict)
+    doc["schema_version"] = 2
+    doc.pop("launches", None)
+    for row in doc["benchmarks"]:
+        row.pop("rounds", None)
+    return doc
+
+
+def test_v2_files_are_one_launch_of_one_round(tmp_path):
+    path = write_json(tmp_path / "m" / "v2.json", _v2(_doc()))
+    run = results.read_run(path)
+    assert run.migrated_from == 2 and len(run.doc["launches"]) == 1
+    for row in run.doc["benchmarks"]:
+        if row.get("samples"):
+            assert row["rounds"] == [{"launch": 0, "n": len(row["samples"])}]
+            assert results.row_rounds(row) == [row["samples"]]
+
+
+def test_rounds_split_samples_by_launch_or_by_round():
+    row = make_row("x", [[1.0, 2.0], [3.0], [4.0, 5.0, 6.0]])
+    assert results.row_rounds(row) == [[1.0, 2.0], [3.0], [4.0, 5.0, 6.0]]
+    # two rounds inside launch 0 (alternating with another case), then launch 1
+    row["rounds"] = [{"launch": 0, "n": 2}, {"launch": 0, "n": 1}, {"launch": 1, "n": 3}]
+    assert results.row_rounds(row, "round") == [[1.0, 2.0], [3.0], [4.0, 5.0, 6.0]]
+    assert results.row_rounds(row, "launch") == [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
+    assert results.row_rounds({"value": 7.0}) == [[7.0]]  # one value (asv --quick)
+
+
+@pytest.mark.parametrize(
+    ("rounds", "why"),
+    [
+        ([{"launch": 0, "n": 2}], "'rounds' counts 2 samples but 'samples' has 6"),
+        ([{"launch": -1, "n": 6}], "'rounds' is not a list of {launch, n} counts"),
+        ([{"launch": 0}], "'rounds' is not a list of {launch, n} counts"),
+    ],
+)
+def test_bad_rounds_are_named(tmp_path, rounds, why):
+    doc = _doc()
+    doc["benchmarks"] = [make_row("x", [[1.0, 2.0], [3.0], [4.0, 5.0, 6.0]])]
+    doc["benchmarks"][0]["rounds"] = rounds
+    with pytest.raises(results.ResultFileError, match=re.escape(why)):
+        results.read_run(write_json(tmp_path / "bad.json", doc))

@@ -22,7 +22,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--contender",
         metavar="SEL",
-        help="as --baseline; default: the newest run that is not the baseline",
+        help="as --baseline; default: the closest run (sharing cases, fewest other differences) "
+        "that differs on the baseline selector's axis",
     )
     p.add_argument(
         "--results",
@@ -41,12 +42,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--factor",
         type=float,
         default=1.05,
-        help="a change counts only beyond this ratio (default 1.05)",
+        help="better/worse only when the whole 99%% interval of the ratio lies beyond this "
+        "factor, unchanged when it lies within it (default 1.05)",
     )
     p.add_argument(
         "--fail-on-regression",
         action="store_true",
-        help="exit 1 when any significant regression is found",
+        help="exit 1 when any row's verdict is worse (never on inconclusive)",
     )
 
 
@@ -58,7 +60,9 @@ def run(args: argparse.Namespace) -> int:
         compare.Selector.parse(args.baseline, keys),
         compare.Selector.parse(args.contender, keys) if args.contender else None,
     )
-    rep = compare.report(base, cont, axes=axes, factor=args.factor, fmt=args.format, notes=notes)
+    rep = compare.report(
+        base, cont, axes=axes, factor=args.factor, fmt=args.format, notes=notes, runs=runs
+    )
     # Machine-readable formats keep stdout clean; the notes go to stderr.
     note_stream = sys.stderr if args.format in ("csv", "html") else sys.stdout
     for line in rep.notes:
@@ -68,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     worse = compare.regressions(rep.rows)
     if args.fail_on_regression and worse:
         print(
-            f"dsbench: {len(worse)} significant regression(s): " + ", ".join(r.id for r in worse),
+            f"dsbench: {len(worse)} regression(s): " + ", ".join(r.id for r in worse),
             file=sys.stderr,
         )
         return 1

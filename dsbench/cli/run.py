@@ -189,5 +189,6 @@ def _compare_with_previous(root: Path, doc: dict) -> None:
         this,
         axes={"commit", "dsbench"},
         notes=[f"\ncompared with the newest earlier run: {base.describe()}"],
+        runs=runs,
     )
     print("\n".join([*rep.notes, rep.table, rep.verdict]))

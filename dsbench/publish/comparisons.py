@@ -224,7 +224,7 @@ def comparison_table(p: Pairing) -> Html:
             el("span", f"{num(c_lo)} – {num(c_hi)}", cls="nowrap") if c_lo is not None else "-",
             f"{r.ratio:.3f}" if finite(r.ratio) is not None else "-",
             r.change,
-            r.test,
+            r.basis,
         ]
         if with_env:
             row += [r.baseline_env, r.contender_env]
