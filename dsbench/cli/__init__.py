@@ -14,7 +14,10 @@ from dsbench.errors import UsageError
 
 VERBS: dict[str, str] = {
     "run": "run benchmark suites and write a result file",
-    "compare": "compare two runs, direction- and significance-aware",
+    "compare": "compare two runs: better, worse, unchanged or inconclusive, from rounds",
+    "ab": "measure two setups (commits, Pythons, DeepSpeed releases, asv envs) in "
+    "alternating rounds and compare them",
+    "noise": "A/A calibration: this machine's run-to-run spread per benchmark, for compare",
     "publish": "build a static, offline HTML site from all results (dsbench's and asv's)",
     "env": "report the environment (versions, devices, compilers, profile, kernels)",
     "profiles": "list hardware profiles or show one",
