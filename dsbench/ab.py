@@ -245,9 +245,12 @@ def _asv_side(text: str, name: str, root: Path) -> SideEnv:
             "build them with `make asv-full`"
         )
     matches = [n for n in envs if n == name] or [n for n in envs if name in n]
-    if len(matches) != 1:
+    if not matches:
+        raise UsageError(choices_message("asv environment", name, envs))
+    if len(matches) > 1:
         raise UsageError(
-            choices_message("asv environment", name, envs) + (" (several match)" if matches else "")
+            f"side '{text}': '{name}' matches several asv environments "
+            f"({', '.join(matches)}); give more of the name"
         )
     python = envs[matches[0]] / "bin" / "python"
     return SideEnv(text, "asv-env", str(python), root, description=f"asv {matches[0]}")

@@ -1,0 +1,192 @@
+"""dsbench ab and noise: sides, alternation, merged launches, one-line errors; and the power
+test the verdicts issue asks for: a throwaway commit that slows AdamW by 10% is called worse,
+one that slows it by 2% never is."""
+
+import csv
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dsbench import ab, results
+from dsbench.cli import main
+from dsbench.errors import UsageError
+from dsbench.stats import centre
+from tests.conftest import make_doc, make_row
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_rounds_alternate_abba():
+    assert ab.order(3) == [0, 1, 1, 0, 0, 1]
+    assert ab.order(4, sides=1) == [0, 0, 0, 0]
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("nope=1", "unknown side kind 'nope'"),
+        ("commit", "side 'commit' has no value after '='"),
+        ("commit=no-such-ref-xyz", "unknown commit 'no-such-ref-xyz'"),
+        ("deepspeed=latest", "'latest' is not a DeepSpeed version"),
+        ("python=/no/such/python3", "/no/such/python3 is not an executable interpreter"),
+        ("python=3.99", "no Python 3.99 environment"),
+        ("python=three", "give an interpreter path or a version such as 3.12"),
+    ],
+)
+def test_bad_sides_are_one_line_errors(text, needle):
+    with pytest.raises(UsageError, match=needle) as exc:
+        ab.parse_side(text)
+    assert "\n" not in str(exc.value)
+
+
+def test_asv_side_names_the_environments(tmp_path):
+    with pytest.raises(UsageError, match="no asv environments under"):
+        ab.parse_side("asv-env=py3.11", root=tmp_path)
+    for i, ds in enumerate(("0.18.3", "0.18.4")):
+        env = tmp_path / ".asv" / "env" / f"hash{i}"
+        env.mkdir(parents=True)
+        (env / "asv-env-info.json").write_text(
+            '{"tool_name": "virtualenv", "python": "3.11", '
+            f'"requirements": {{"deepspeed": "{ds}", "torch": "2.13.0"}}}}'
+        )
+    assert set(ab.asv_envs(tmp_path)) == {
+        "virtualenv-py3.11-deepspeed0.18.3-torch2.13.0",
+        "virtualenv-py3.11-deepspeed0.18.4-torch2.13.0",
+    }
+    side = ab.parse_side("asv-env=deepspeed0.18.4", root=tmp_path)
+    assert side.python == str(tmp_path / ".asv/env/hash1/bin/python")
+    assert side.axes >= {"python", "deepspeed"}
+    with pytest.raises(UsageError, match=r"'py3.11' matches several asv environments"):
+        ab.parse_side("asv-env=py3.11", root=tmp_path)
+
+
+def test_cli_bad_side_exit_2_nothing_written(tmp_path, capsys):
+    out = tmp_path / "res"
+    args = ["ab", "--baseline", "commit=no-such-ref-xyz", "--contender", "current"]
+    assert main([*args, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown commit 'no-such-ref-xyz'" in err
+    assert not out.exists()
+    assert main(["ab", "--baseline", "current", "--contender", "current", "--rounds", "1"]) == 2
+    assert "--rounds must be at least 2" in capsys.readouterr().err
+    assert main(["noise", "--filter", "(", "--out", str(out)]) == 2
+    assert "not a valid regular expression" in capsys.readouterr().err
+
+
+def test_shim_imports_the_trees_kernels_and_profiles(tmp_path):
+    side = ab.parse_side("current")
+    shim = ab.make_shim(side.tree, tmp_path / "shim")
+    code = (
+        "import dsbench, dsbench.kernels.registry as r, dsbench.hardware_profiles as h; "
+        "print(dsbench.__file__); print(r.__file__); print(h.__file__)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, env=ab.side_environ(side, shim), check=True)  # fmt: skip
+    files = [Path(x).resolve() for x in proc.stdout.split()]
+    assert files == [
+        ROOT / "dsbench" / "__init__.py",
+        ROOT / "kernels" / "registry.py",
+        ROOT / "hardware_profiles" / "__init__.py",
+    ]
+
+
+def _launch(tmp_path, k, rows):
+    doc = make_doc(f"20261130T00000{k}Z-aaaaa{k}", f"2026-11-30T00:00:0{k}+00:00", rows)
+    path = results.write_run(doc, root=tmp_path / str(k))
+    la = ab.Launch(side=0, index=k, order=2 * k, path=path, started=doc["created"], wall_s=1.0)
+    la.run = results.read_run(path)
+    return la
+
+
+def test_merged_launches_keep_each_launchs_samples(tmp_path):
+    launches = [
+        _launch(tmp_path, 0, [make_row("a", [1.0, 2.0, 3.0]), make_row("b", [1.0, 1.0])]),
+        _launch(tmp_path, 1, [make_row("a", [4.0, 4.0]), make_row("b", [], status="failed")]),
+    ]
+    doc = ab.merge_launches(launches, label="x", purpose="noise")
+    results.validate(doc, "<merged>")
+    a, b = doc["benchmarks"]
+    assert a["samples"] == [1.0, 2.0, 3.0, 4.0, 4.0]
+    assert a["rounds"] == [{"launch": 0, "n": 3}, {"launch": 1, "n": 2}]
+    assert a["value"] == pytest.approx(centre([[1.0, 2.0, 3.0], [4.0, 4.0]]))  # sqrt(2 * 4)
+    assert a["launch_values"] == [2.0, 4.0]
+    assert b["status"] == "failed" and b["error"].startswith("launch 1: boom")
+    assert [x["order"] for x in doc["launches"]] == [0, 2] and doc["purpose"] == "noise"
+    assert results.row_rounds(a) == [[1.0, 2.0, 3.0], [4.0, 4.0]]
+
+
+SLOWDOWN = """
+
+# Throwaway change for dsbench's power test: AdamW's step slowed by a busy-wait of {frac} of
+# its own measured time.
+def _slowed(setup, frac):
+    import time
+
+    def wrapped(params, ctx):
+        case = setup(params, ctx)
+        fn = case.fn
+
+        def slow(*args):
+            t0 = time.perf_counter()
+            fn(*args)
+            end = time.perf_counter() + frac * (time.perf_counter() - t0)
+            while time.perf_counter() < end:
+                pass
+
+        case.fn = slow
+        return case
+
+    return wrapped
+
+
+object.__setattr__(ADAMW, "setup", _slowed(ADAMW.setup, {frac}))
+"""
+
+
+def _git(repo, *args):
+    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+
+
+def _verdicts(repo, base, cont, rounds, out):
+    side = ab.SideEnv("current", "current", sys.executable, repo)
+    shim = ab.make_shim(repo, out / "shim")
+    argv = [sys.executable, "-m", "dsbench", "ab", "--baseline", f"commit={base}",
+            "--contender", f"commit={cont}", "--suite", "quick", "--filter",
+            r"adamw\[impl=torch,params=1000000\]", "--rounds", str(rounds),
+            "--out", str(out / "results"), "--format", "csv"]  # fmt: skip
+    proc = subprocess.run(argv, cwd=out, env=ab.side_environ(side, shim), capture_output=True,
+                          text=True, timeout=900)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    rows = list(csv.DictReader(io.StringIO(proc.stdout)))
+    assert len(rows) == 1, proc.stdout
+    return rows[0]
+
+
+@pytest.mark.slow
+def test_power_ten_percent_slower_adamw_is_worse_two_percent_is_not(tmp_path):
+    """The verdicts issue's acceptance test, on the fastest AdamW case: a throwaway commit
+    slowing the step by 10% is worse in 6+6 alternating rounds; by 2%, never worse."""
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "clone", "--quiet", "--shared", str(ROOT), str(repo)], check=True)
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "--allow-empty", "-qm", "a")
+    optim = repo / "dsbench" / "suites" / "optim.py"
+    source = optim.read_text()
+    for frac, branch in ((0.10, "ten"), (0.02, "two")):
+        _git(repo, "checkout", "-q", "-B", branch, "HEAD" if branch == "ten" else "HEAD~1")
+        optim.write_text(source + SLOWDOWN.format(frac=frac))
+        _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", branch)
+    ten = _verdicts(repo, "ten~1", "ten", 6, tmp_path / "ten")
+    assert ten["change"] == "worse", ten
+    assert 0.85 < float(ten["ratio"]) < 0.95, ten
+    two = _verdicts(repo, "two~1", "two", 3, tmp_path / "two")
+    assert two["change"] != "worse", two
+    written = sorted((tmp_path / "ten" / "results").rglob("*.json"))
+    assert len(written) == 2
+    docs = [results.read_run(p).doc for p in written]
+    assert {d["ab"]["side"] for d in docs} == {"baseline", "contender"}
+    assert all(len(d["launches"]) == 6 for d in docs)
+    assert os.path.isdir(repo / ".dsbench" / "worktrees")
