@@ -15,7 +15,9 @@ For a definition ``b`` this makes a class named ``b.name`` in CamelCase (``train
 
 Collectives and training steps spawn their ranks inside each ``track_*`` call. A case that
 cannot run in this environment (DeepSpeed not installed, an implementation without its device)
-raises ``NotImplementedError``, which asv records as skipped.
+raises ``NotImplementedError``, which asv records as skipped; so does a combination of asv's
+parameter product that the definition leaves out (``Benchmark.keep``, e.g. DeepSpeed with
+``comm=shm``).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ def asv_class(bench: Benchmark) -> type:
     cases = bench.cases(ctx.suite, ctx)
     names = list(cases[0]) if cases else []
     values = [sorted({c[n] for c in cases}, key=lambda v: (str(type(v)), v)) for n in names]
+    defined = {tuple(c[n] for n in names) for c in cases}  # asv runs the product of ``values``
     primary = bench.primary
 
     def params_of(args) -> dict:
@@ -57,6 +60,8 @@ def asv_class(bench: Benchmark) -> type:
 
     def setup(self, *args):
         self.case = None
+        if tuple(args) not in defined:
+            raise NotImplementedError(f"not a case of {bench.name}: {params_of(args)}")
         if bench.ranks_param:
             return  # ranks are spawned by the track_ benchmark
         try:

@@ -2,8 +2,12 @@
 ds_config, model and data, so a workload runs unchanged on either::
 
     engine = build_engine("dsbench" | "deepspeed", model, cfg, device=...)
-    loss = preset.loss(engine.module, batch); engine.backward(loss); engine.step()
+    loss = preset.loss(engine, batch); engine.backward(loss); engine.step()
     engine.destroy()
+
+Call the engine, not ``engine.module``: DeepSpeed's forward registers the backward hook that
+divides gradients by ``gradient_accumulation_steps`` (through ``engine.module`` its gradients and
+global norm come out that many times larger; dsbench's engine divides in ``backward``).
 """
 
 from __future__ import annotations
@@ -19,9 +23,14 @@ DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 def zero_settings(
-    cfg: DSConfig, *, kernels: dict[str, str] | None = None, fused_optimizer: bool | None = None
+    cfg: DSConfig,
+    *,
+    kernels: dict[str, str] | None = None,
+    fused_optimizer: bool | None = None,
+    grad_norm_every_step: bool = False,
 ) -> ZeroSettings:
-    """The engine settings a ds_config asks for."""
+    """The engine settings a ds_config asks for (the keywords are not ds_config keys; see
+    :class:`ZeroSettings`)."""
     opt, z = cfg.optimizer, cfg.zero_optimization
     if opt is None:
         raise UsageError("ds_config has no Adam/AdamW 'optimizer': dsbench's engine needs one")
@@ -48,6 +57,7 @@ def zero_settings(
         max_live_parameters=z.stage3_max_live_parameters,
         kernels=dict(kernels or {}),
         fused_optimizer=fused_optimizer,
+        grad_norm_every_step=grad_norm_every_step,
     )
 
 
@@ -59,14 +69,20 @@ def build_engine(
     device: str,
     kernels: dict[str, str] | None = None,
     fused_optimizer: bool | None = None,
+    grad_norm_every_step: bool = False,
 ):
-    """An engine with ``module``, ``backward(loss)``, ``step()`` and ``destroy()``."""
+    """An engine with ``module``, ``backward(loss)``, ``step()`` and ``destroy()``.
+
+    ``kernels`` and ``grad_norm_every_step`` apply to dsbench's engine only (DeepSpeed has its
+    own collectives and computes the global gradient norm every step anyway)."""
     if kind == "dsbench":
-        return ZeroEngine(
-            model.to(device),
-            zero_settings(cfg, kernels=kernels, fused_optimizer=fused_optimizer),
-            device=device,
+        settings = zero_settings(
+            cfg,
+            kernels=kernels,
+            fused_optimizer=fused_optimizer,
+            grad_norm_every_step=grad_norm_every_step,
         )
+        return ZeroEngine(model.to(device), settings, device=device)
     if kind == "deepspeed":
         from dsbench.engines.deepspeed import build_deepspeed_engine
 

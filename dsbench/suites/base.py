@@ -124,6 +124,9 @@ class Benchmark:
     """Multi-rank benchmarks: cases that differ only in these parameters (e.g. ``engine``) are
     timed in alternating rounds (A B, B A, ...; ``TimingConfig.rounds``) inside one launch, so
     that a drift in machine load falls on both sides of their ratio alike."""
+    keep: Callable[[dict], bool] | None = None
+    """``keep(params)`` -> whether a combination of the grid is a case at all (e.g. DeepSpeed
+    only with torch.distributed's collectives); None: every combination is."""
     suites: tuple[str, ...] = ("smoke", "quick", "full")
     work_of: Callable[[dict, Context], Work] | None = None
     """``work_of(params, ctx)`` -> the :class:`Work` one call of the case does, counted without
@@ -137,10 +140,11 @@ class Benchmark:
     def cases(self, suite: str, ctx: Context) -> list[dict]:
         grid = self.grid(suite, ctx)
         keys = list(grid)
-        return [
+        cases = (
             dict(zip(keys, values, strict=True))
             for values in itertools.product(*(grid[k] for k in keys))
-        ]
+        )
+        return [c for c in cases if self.keep is None or self.keep(c)]
 
 
 def impl_choices(op: str, suite: str, ctx: Context) -> list[str]:

@@ -1,8 +1,9 @@
 """Training-step benchmarks: dsbench's ZeRO engine and DeepSpeed's, on the same model, data and
 ds_config, over N spawned ranks.
 
-One timed call is one optimizer step: ``gradient_accumulation_steps`` micro-batches of forward,
-backward and the engine's gradient reduction, then the step. Reported:
+One timed call is one optimizer step: ``gradient_accumulation_steps`` micro-batches of forward
+(through the engine, as users call it), backward and the engine's gradient reduction, then the
+step. Reported:
 
 - samples/s = train_batch_size / t (the whole data-parallel group), tokens/s likewise;
 - TFLOP/s per rank = 6 · N · T · train_batch_size / t / world (N parameters, T tokens per sample:
@@ -17,12 +18,46 @@ backward and the engine's gradient reduction, then the step. Reported:
   measured), where nothing that ran before is resident; that is the number to compare engines
   by.
 
-``kernels=torch`` runs torch's AdamW (unfused, torch's default) in both engines: dsbench's engine
-calls the registry's torch reference, DeepSpeed ``torch_adam``; each engine keeps its own
-collectives (dsbench: the fastest registry collectives here, DeepSpeed: its comm layer).
-``kernels=best`` runs each engine's fastest optimizer too (dsbench: the registry's best AdamW,
-torch's fused kernel on CPUs; DeepSpeed: its fused Adam on GPUs, torch's fused AdamW on CPUs,
-where DeepSpeed's own CPU Adam would need a JIT build).
+Rows, per model and stage (parameters ``engine``, ``comm``, ``kernels``):
+
+- ``comm=native``, both engines: the like-for-like comparison. Both engines run torch.distributed's
+  own collectives (gloo on CPUs, NCCL/RCCL on GPUs): dsbench's engine is given the registry's
+  ``native`` all-reduce, reduce-scatter and all-gather; DeepSpeed goes through deepspeed.comm,
+  which calls the same torch.distributed functions (the shared-memory op DeepSpeed builds at
+  start-up on CPUs serves only its inference all-reduce, not ZeRO training).
+- ``engine=dsbench, comm=shm`` (CPUs only): dsbench's engine on dsbench's one-host shared-memory
+  collectives (``kernels/shm.py``), its fastest on CPUs. Set beside the ``comm=native`` dsbench
+  row, this shows what those collectives add; it is not an engine comparison, and DeepSpeed has
+  no such rows. On GPUs torch.distributed's NCCL/RCCL are dsbench's fastest collectives as well,
+  so there are only ``comm=native`` rows.
+- ``kernels=torch``: torch's AdamW, unfused (torch's default code path: a per-tensor loop on
+  CPUs, foreach on GPUs), in both engines: dsbench's through the registry's ``torch`` AdamW
+  (torch.optim's functional adamw), DeepSpeed's as ``torch.optim.AdamW`` (``torch_adam``).
+- ``kernels=best``: each engine's fastest optimizer. On CPUs that is torch's fused AdamW in both
+  (dsbench: registry ``torch`` with ``fused=True``; DeepSpeed: ``torch.optim.AdamW(fused=True)``,
+  since its own CPU Adam would need a JIT build). On GPUs dsbench's is the registry's ``cuda`` or
+  ``triton`` AdamW where one runs, while DeepSpeed's stays ``torch.optim.AdamW(fused=True)`` (the
+  ds_config keeps ``torch_adam``, so DeepSpeed's FusedAdam, a JIT-built op, is not used): there
+  the ``best`` rows compare different optimizer implementations.
+
+The three rows of one (model, stage, kernels) are timed in alternating rounds inside one launch
+(``interleave``: dsbench native, DeepSpeed native, dsbench shm, then the reverse, ...).
+
+Work per step: DeepSpeed's ZeRO optimizers compute the global gradient norm every step at stages
+1, 2 and 3, with clipping off too (``DeepSpeedZeroOptimizer.step`` calls ``scaled_global_norm``,
+``DeepSpeedZeroOptimizer_Stage3.step`` ``_get_norm_groups``: an fp64 pass over the rank's gradient
+partition and an all-reduce); dsbench's engine computes it only when clipping or fp16 loss scaling
+needs it, so this suite turns on its ``grad_norm_every_step``. What remains is on every row
+(``work_differences``): DeepSpeed also multiplies the fp32 gradient partition by 1 / loss scale at
+every step (``unscale_and_clip_grads``; 1.0 here), which dsbench's engine skips at scale 1.
+
+Each row's notes say what that engine really ran, never the other engine's choices. dsbench
+rows: ``kernels`` (the registry implementation per op: adamw, allreduce, reduce_scatter,
+allgather), ``collectives`` and ``optimizer`` (the registry AdamW and the torch code path it
+takes). DeepSpeed rows: ``collectives`` (deepspeed.comm over torch.distributed and its backend),
+``optimizer`` (the torch optimizer DeepSpeed instantiated, its fused/foreach settings, the code
+path they select, and the ZeRO wrapper around it) and ``deepspeed`` (its version). Both:
+``grad_norm`` and ``work_differences``, as above.
 """
 
 from __future__ import annotations
@@ -32,12 +67,16 @@ import torch
 from dsbench.suites.base import Benchmark, Case, Context, Metric, Skip, Work, time_ms
 
 STAGES = (1, 2, 3)
+COLLECTIVES = ("allreduce", "reduce_scatter", "allgather")
 
 
 def _grid(suite: str, ctx: Context) -> dict[str, list]:
+    # ``comm`` comes before ``engine`` so that an interleaved group runs dsbench native, DeepSpeed
+    # native, dsbench shm: the like-for-like pair side by side.
     if ctx.gpu:
         return {
             "model": ["gpt-small", "bert-large"],
+            "comm": ["native"],
             "engine": ["dsbench", "deepspeed"],
             "stage": list(STAGES),
             "kernels": ["torch", "best"],
@@ -46,8 +85,13 @@ def _grid(suite: str, ctx: Context) -> dict[str, list]:
             "micro_batch": [8],
             "grad_accum": [2],
         }
+    # Measured side by side with `dsbench run --filter 'allreduce|reduce_scatter|allgather'` on
+    # the 2-core VM, 2 gloo ranks, 16 MiB: shared memory (shm) 2.2 / 1.8 / 1.8 GB/s busbw for
+    # all-reduce / reduce-scatter / all-gather, dsbench's ring over gloo 0.9 / 0.65 / 0.78, gloo's
+    # own 1.0 / 0.32 / 0.54: shm is dsbench's own collectives' row on CPUs.
     return {
         "model": ["mlp", "bert-tiny"],
+        "comm": ["native", "shm"],
         "engine": ["dsbench", "deepspeed"],
         "stage": list(STAGES),
         "kernels": ["torch", "best"],
@@ -56,6 +100,11 @@ def _grid(suite: str, ctx: Context) -> dict[str, list]:
         "micro_batch": [16],
         "grad_accum": [2],
     }
+
+
+def _keep(params: dict) -> bool:
+    """DeepSpeed has its own comm layer over torch.distributed: only ``comm=native`` rows."""
+    return params["engine"] == "dsbench" or params["comm"] == "native"
 
 
 def ds_config(params: dict, world: int) -> dict:
@@ -81,33 +130,126 @@ def ds_config(params: dict, world: int) -> dict:
     }
 
 
-def best_kernels(device: str, optimizer: bool = True) -> dict[str, str]:
-    """The fastest registry implementation per op that really runs here (no interpreter);
-    ``optimizer=False`` leaves AdamW at the torch reference."""
+def _runs_here(op: str, name: str, device: str) -> tuple[bool, str]:
+    """Whether registry implementation ``name`` of ``op`` really runs here (not in an
+    interpreter), and if not why."""
     from dsbench.kernels import registry
 
-    # Measured side by side with `dsbench run --filter 'allreduce|reduce_scatter|allgather'` on
-    # the 2-core VM, 2 gloo ranks, 16 MiB: shared memory (shm) 2.2 / 1.8 / 1.8 GB/s busbw for
-    # all-reduce / reduce-scatter / all-gather, dsbench's ring over gloo 0.9 / 0.65 / 0.78, gloo's
-    # own 1.0 / 0.32 / 0.54. On NCCL/RCCL the native ones come first.
-    gpu = device != "cpu"
-    collectives = ["native", "ring"] if gpu else ["shm", "ring", "native"]
-    preference = {
-        "adamw": ["cuda", "triton", "torch"] if optimizer else ["torch"],
-        "allreduce": collectives,
-        "reduce_scatter": collectives,
-        "allgather": collectives,
-    }
-    chosen = {}
-    for op, names in preference.items():
-        for name in names:
-            if name not in registry.names(op):
-                continue
-            ok, why = registry.get(op, name).available(device)
-            if ok and not why:  # a non-empty reason with ok means interpreter-only
-                chosen[op] = name
-                break
+    if name not in registry.names(op):
+        return False, f"no {op} implementation '{name}' is registered"
+    ok, why = registry.get(op, name).available(device)
+    if ok and why:  # a non-empty reason with ok means interpreter-only
+        return False, why
+    return ok, why
+
+
+def case_kernels(params: dict, device: str) -> dict[str, str]:
+    """The registry implementations dsbench's engine runs for a case: ``params["comm"]`` for the
+    three collectives, and for ``adamw`` the fastest that really runs here (``kernels=best``:
+    cuda, triton, then torch) or torch's (``kernels=torch``). Raises Skip when ``comm`` cannot run
+    here."""
+    preference = ["cuda", "triton", "torch"] if params["kernels"] == "best" else ["torch"]
+    chosen = {"adamw": next(n for n in preference if _runs_here("adamw", n, device)[0])}
+    for op in COLLECTIVES:
+        ok, why = _runs_here(op, params["comm"], device)
+        if not ok:
+            raise Skip(f"comm={params['comm']}: {op} cannot run here: {why}")
+        chosen[op] = params["comm"]
     return chosen
+
+
+_COMM_TEXT = {
+    "native": "torch.distributed's own collectives over {backend} (registry native)",
+    "shm": "dsbench's one-host shared-memory collectives in /dev/shm (registry shm), "
+    "not torch.distributed",
+}
+
+
+def _torch_adamw_path(fused: bool | None, foreach: bool | None, tensors: list) -> str:
+    """The torch AdamW code path these settings select for these tensors (torch's own default
+    when both are None: foreach where supported, else a per-tensor loop; fused only if asked)."""
+    if fused:
+        return "fused"
+    if foreach is None and fused is None:
+        from torch.optim.optimizer import _default_to_fused_or_foreach
+
+        _, foreach = _default_to_fused_or_foreach(tensors, False, use_fused=False)
+    return "foreach (multi-tensor, unfused)" if foreach else "per-tensor loop (unfused)"
+
+
+def _qualname(obj) -> str:
+    return f"{type(obj).__module__}.{type(obj).__qualname__}"
+
+
+WORK_DIFFERENCES = (
+    "DeepSpeed's ZeRO optimizer multiplies the fp32 gradient partition by 1 / loss scale at every "
+    "step (unscale_and_clip_grads; the scale is 1.0 without fp16 loss scaling); dsbench's engine "
+    "skips that multiply at scale 1"
+)
+GRAD_NORM = (
+    "global gradient norm computed every step with clipping off, in both engines (dsbench: "
+    "grad_norm_every_step; DeepSpeed: its ZeRO optimizer always does), one scalar "
+    "torch.distributed all-reduce each"
+)
+
+
+def dsbench_notes(engine) -> dict:
+    """What dsbench's engine really runs: the registry implementation per op, the collectives
+    and the optimizer."""
+    import torch.distributed as dist
+
+    from dsbench.kernels import registry
+
+    s = engine.settings
+    used = {op: registry.get(op, s.kernels.get(op)).name for op in ("adamw", *COLLECTIVES)}
+    comm = {used[op] for op in COLLECTIVES}
+    text = " / ".join(
+        _COMM_TEXT.get(c, f"registry {c}").format(backend=dist.get_backend(engine.group))
+        for c in sorted(comm)
+    )
+    adamw = registry.get("adamw", used["adamw"])
+    optimizer = {"registry": f"adamw={adamw.name} ({adamw.target})"}
+    if adamw.name == "torch":
+        like_masters = [torch.empty(0, device=engine.device)]  # fp32, on the engine's device
+        optimizer.update(
+            runs="torch.optim's functional adamw, "
+            + _torch_adamw_path(s.fused_optimizer, None, like_masters),
+            fused=s.fused_optimizer,
+            foreach=None,
+        )
+    else:
+        optimizer["runs"] = adamw.description
+    return {"kernels": used, "collectives": text, "optimizer": optimizer}
+
+
+def deepspeed_notes(engine) -> dict:
+    """What DeepSpeed really runs: its comm layer and backend, the torch optimizer it
+    instantiated (inside its ZeRO wrapper), and its version."""
+    import torch.distributed as dist
+
+    from dsbench.engines.deepspeed import deepspeed_version
+
+    try:
+        from deepspeed.comm import comm as ds_comm
+
+        layer = f"deepspeed.comm ({type(ds_comm.cdb).__name__})"
+    except (ImportError, AttributeError):
+        layer = "deepspeed.comm"
+    inner = getattr(engine, "basic_optimizer", None)  # the torch optimizer DeepSpeed built
+    if inner is None:
+        inner = engine.optimizer.optimizer
+    defaults = getattr(inner, "defaults", {})
+    fused, foreach = defaults.get("fused"), defaults.get("foreach")
+    optimizer = {"class": _qualname(inner), "fused": fused, "foreach": foreach}
+    if type(inner).__module__.startswith("torch.optim"):
+        tensors = [p for g in inner.param_groups for p in g["params"]]
+        optimizer["runs"] = _torch_adamw_path(fused, foreach, tensors)
+    optimizer["zero_wrapper"] = _qualname(engine.optimizer)
+    return {
+        "collectives": f"{layer} over torch.distributed {dist.get_backend()}",
+        "optimizer": optimizer,
+        "deepspeed": deepspeed_version(),
+    }
 
 
 def _setup(params: dict, ctx: Context) -> Case:
@@ -119,21 +261,29 @@ def _setup(params: dict, ctx: Context) -> Case:
     from dsbench.zero.config import load_config
 
     world = dist.get_world_size()
-    if params["engine"] == "deepspeed":
+    deepspeed = params["engine"] == "deepspeed"
+    if deepspeed:
         from dsbench.engines.deepspeed import INSTALL_HINT, deepspeed_version
 
         if deepspeed_version() is None:
             raise Skip(f"DeepSpeed is not installed; {INSTALL_HINT}")
+        if not _keep(params):
+            raise Skip("DeepSpeed uses its own comm layer over torch.distributed: comm=native only")
     preset = get_model(params["model"])
     cfg = load_config(
         ds_config(params, world), world_size=world, warn=lambda m: None, for_engine=params["engine"]
     )
-    best = params["kernels"] == "best"
-    kernels = best_kernels("cuda" if ctx.gpu else "cpu", optimizer=best)
-    fused = True if best else None
-    model = preset.build(gemm_impl=kernels.get("gemm"), seed=0, device=ctx.device)
+    kernels = None if deepspeed else case_kernels(params, "cuda" if ctx.gpu else "cpu")
+    fused = True if params["kernels"] == "best" else None
+    model = preset.build(seed=0, device=ctx.device)
     engine = build_engine(
-        params["engine"], model, cfg, device=ctx.device, kernels=kernels, fused_optimizer=fused
+        params["engine"],
+        model,
+        cfg,
+        device=ctx.device,
+        kernels=kernels,
+        fused_optimizer=fused,
+        grad_norm_every_step=True,  # DeepSpeed's ZeRO optimizers compute it at every step
     )
     mb, gas, rank = params["micro_batch"], params["grad_accum"], dist.get_rank()
     dtype = getattr(torch, params["dtype"])
@@ -145,7 +295,10 @@ def _setup(params: dict, ctx: Context) -> Case:
                 state["step"], rank=rank, world_size=world, micro_step=micro, grad_accum=gas
             )
             batch = preset.batch(mb, seed=0, step=index, device=ctx.device, dtype=dtype)
-            loss = preset.loss(engine.module, batch)
+            # Through the engine's forward, as users call it: DeepSpeed's registers the backward
+            # hook that divides gradients by gradient_accumulation_steps (engine.module would
+            # skip it, leaving DeepSpeed's gradients and norm gas times too large).
+            loss = preset.loss(engine, batch)
             engine.backward(loss)
             engine.step()
         state["step"] += 1
@@ -159,19 +312,18 @@ def _setup(params: dict, ctx: Context) -> Case:
     notes = {
         "params": preset.num_params(),
         "world_size": world,
-        "kernels": kernels or "default",
         "train_batch_size": samples,
+        **(deepspeed_notes(engine) if deepspeed else dsbench_notes(engine)),
+        "grad_norm": GRAD_NORM,
+        "work_differences": WORK_DIFFERENCES,
     }
-    if params["engine"] == "deepspeed":
-        from dsbench.engines.deepspeed import deepspeed_version
-
-        notes["deepspeed"] = deepspeed_version()
     return Case(fn=train_step, work=work, notes=notes, teardown=engine.destroy)
 
 
 TRAINING = Benchmark(
     name="train_step",
-    description="one optimizer step of ZeRO training (dsbench engine or DeepSpeed) over N ranks",
+    description="one optimizer step of ZeRO training (dsbench engine or DeepSpeed) over N ranks, "
+    "on torch.distributed's collectives (comm=native) or dsbench's (comm=shm, dsbench only)",
     grid=_grid,
     setup=_setup,
     metrics=(
@@ -199,7 +351,8 @@ TRAINING = Benchmark(
         time_ms(),
     ),
     ranks_param="ranks",
-    interleave=("engine",),
+    interleave=("engine", "comm"),
+    keep=_keep,
     suites=("training",),
 )
 

@@ -90,6 +90,11 @@ class ZeroSettings:
     """Registry implementation per op (``adamw``, ``allreduce``...); missing: the default."""
     fused_optimizer: bool | None = None
     """Passed to the ``adamw`` kernel as ``fused`` (torch's fused kernel; others ignore it)."""
+    grad_norm_every_step: bool = False
+    """Compute the global gradient norm at every optimizer step, also when neither clipping nor
+    the loss scaler needs it, as DeepSpeed's ZeRO optimizers do (:meth:`ZeroEngine.
+    get_global_grad_norm` returns it). Off by default: it costs a pass over the gradient shard
+    and an all-reduce. Benchmarks against DeepSpeed turn it on, so both engines do that work."""
 
     def __post_init__(self):
         if self.stage not in (0, 1, 2, 3):
@@ -161,6 +166,7 @@ class ZeroEngine:
         self.micro_steps = 0
         self.global_steps = 0  # optimizer steps applied
         self.skipped_steps = 0
+        self._grad_sq_norm: torch.Tensor | None = None  # the last step's, when computed
         self._pending: list[tuple[Handle, Callable[[], None]]] = []
         self._hooks: list = []
         self._sync_params_from_rank0()
@@ -490,6 +496,11 @@ class ZeroEngine:
             self.comm.call(lambda: dist.all_reduce(local, group=self.group)).wait()
         return local
 
+    def get_global_grad_norm(self) -> float | None:
+        """The global L2 norm of the last optimizer step's (unscaled) gradients, where that step
+        computed it (clipping, fp16 loss scaling or ``grad_norm_every_step``), else None."""
+        return None if self._grad_sq_norm is None else float(self._grad_sq_norm.sqrt())
+
     def step(self) -> bool:
         """At an accumulation boundary, apply one optimizer step; True if it was applied."""
         boundary = self._boundary()
@@ -502,8 +513,10 @@ class ZeroEngine:
         if inv_scale != 1.0:
             for b in owned:
                 b.grad.mul_(inv_scale)
-        sq = self._global_sq_norm() if (s.gradient_clipping or s.loss_scaler) else None
-        overflow = sq is not None and not bool(torch.isfinite(sq))
+        needs_norm = bool(s.gradient_clipping or s.loss_scaler)
+        sq = self._global_sq_norm() if needs_norm or s.grad_norm_every_step else None
+        self._grad_sq_norm = sq
+        overflow = needs_norm and not bool(torch.isfinite(sq))
         applied = True
         if s.loss_scaler is not None:
             applied = s.loss_scaler.update(overflow)
