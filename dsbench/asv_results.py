@@ -30,9 +30,11 @@ What a run becomes:
   else keeps asv's name, and its direction comes from the unit: throughput (``*/s``) higher is
   better; time, ``ms/token`` and bytes lower, as is anything unknown (asv's convention).
 - Statistics: from the samples when asv kept them (``--record-samples``); otherwise the row has
-  one value (``stats.n == 1``: quick mode, ``track_`` benchmarks), and ``compare`` goes by the
-  factor alone, as ``asv compare`` does. asv's own 99% CI and quartiles, where recorded, stay
-  in the row's ``asv`` entry.
+  one value (``stats.n == 1``: quick mode), which ``compare`` calls inconclusive. ``track_`` and
+  ``peakmem_`` benchmarks give one value per round, each round a fresh process, so their
+  samples are launches (schema 3 ``rounds``): ``asv run -a rounds=6 --record-samples
+  --interleave-rounds`` gives compare six launches a side to judge. asv's own 99% CI and
+  quartiles, where recorded, stay in the row's ``asv`` entry.
 
 A file that cannot be read as an asv result gets one warning naming it and is skipped.
 """
@@ -57,6 +59,11 @@ HIGHER_UNITS_SUFFIX = "/s"
 ASV_UNITS = {"time": "seconds", "peakmem": "bytes", "mem": "bytes", "track": "unit"}
 """asv's default unit per benchmark type (its prefix)."""
 PACKAGES = ("torch", "triton", "numpy", "deepspeed")
+ONE_VALUE_PER_ROUND = ("track", "peakmem", "mem")
+"""asv benchmark types that give one value per round (a fresh process each): with
+``--record-samples`` each of their samples is one launch, the unit compare judges by. A
+``time_`` benchmark's samples from several rounds are stored without their boundaries, so they
+count as one launch."""
 ASV_STATS = ("ci_99_a", "ci_99_b", "q_25", "q_75", "number", "repeat")
 
 
@@ -239,6 +246,8 @@ def _rows(data: dict, metas: dict[str, dict], defs: dict) -> tuple[list[dict], l
                 out.update(status="ok", value=float(value), stats=stats)
                 if samples is not None:
                     out["samples"] = samples
+                    if name.rsplit(".", 1)[-1].split("_", 1)[0] in ONE_VALUE_PER_ROUND:
+                        out["rounds"] = [{"launch": k, "n": 1} for k in range(len(samples))]
                 asv_stats = {k: _at(cols.get(f"stats_{k}"), i) for k in ASV_STATS}
                 out["asv"].update({k: v for k, v in asv_stats.items() if v is not None})
             rows.append(out)

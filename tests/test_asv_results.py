@@ -304,3 +304,30 @@ def test_existing_environment_records_no_versions(asv_root):
     assert run.doc["asv"]["existing_env"] is True
     assert (run.fields["python"], run.fields["deepspeed"], run.fields["torch"]) == (None,) * 3
     assert compare.env_label(run, run) == "asv: (versions not recorded)"
+
+
+def test_track_samples_are_launches_and_can_decide(tmp_path):
+    """`asv run -a rounds=6 --record-samples`: a track_ benchmark keeps one value per round (a
+    fresh process each), so six rounds a side are six launches and compare can decide; a
+    time_ benchmark's pooled samples stay one launch."""
+    root = tmp_path / "results"
+    asv = root / "asv"
+    write_json(asv / "benchmarks.json", BENCHMARKS_JSON)
+    write_json(asv / "devbox" / "machine.json", {"machine": "devbox", "version": 1})
+    spread = (1.0, 1.004, 0.996, 1.002, 0.998, 1.001)
+    for i, (ds, gbps) in enumerate((("0.18.3", 20.0), ("0.18.4", 16.0))):
+        doc = _asv_file("3.11", ds, adamw=gbps, decode=4.0, train=1000.0, started=T0 + i)
+        track = doc["results"]["bench_kernels.Adamw.track_bandwidth"]
+        track += [None] * 6 + [[[gbps * f for f in spread], [0.9 * gbps * f for f in spread]]]
+        timed = doc["results"]["bench_kernels.Adamw.time_call"]
+        timed[-1] = [[0.002 * (1 + i / 4) * f for f in spread], None]
+        write_json(asv / "devbox" / f"{COMMIT[:8]}-{doc['env_name']}.json", doc)
+    runs = _load(root)
+    row = runs[0].benchmarks["adamw[impl=torch,params=1000000]"]
+    assert row["rounds"] == [{"launch": k, "n": 1} for k in range(6)]
+    base, cont, _ = compare.pick_runs(runs, "0.18.3", "0.18.4")
+    rows = {r.id: r for r in compare.compare_rows(base.rows, cont.rows)}
+    assert rows["adamw[impl=torch,params=1000000]"].change == "worse"  # 20 -> 16 GB/s
+    assert rows["adamw[impl=torch,params=4000000]"].change == "worse"
+    timed = rows["adamw.time_call[impl=torch,params=1000000]"]
+    assert timed.change == "inconclusive" and timed.basis.startswith("one round per side")
