@@ -392,6 +392,60 @@ def test_calibrate_force_remeasures_and_measure_false_reads_only(tmp_path, monke
     assert hardware.calibrate(cpu, cache_dir=tmp_path, measure=False) == first
 
 
+def test_ceilings_are_the_best_of_every_method_and_size(monkeypatch):
+    """The memory ceiling is the best of a read-only sum, a copy and two in-place kernels, the
+    matmul ceiling the best over sizes; each method's rate is in the source, with the threads."""
+    stream = {"sum": 61.0, "copy": 30.0, "scale": 52.0, "add": 49.0}
+    by_size = {512: 0.30, 1024: 0.42, 2048: 0.40}
+    monkeypatch.setattr(hardware, "_stream_rates", lambda *a, **k: dict(stream))
+    monkeypatch.setattr(hardware, "_matmul_rates", lambda *a, **k: (dict(by_size), 10))
+    got = hardware.measure_ceilings("cpu")
+    assert got["memory_bandwidth_gbps"] == 61.0  # the read-only sum beat the in-place kernels
+    assert got["copy_bandwidth_gbps"] == 15.0
+    assert got["matmul_tflops"] == {"float32": 0.42, "bfloat16": 0.42}
+    memory = got["methods"]["memory_bandwidth_gbps"]
+    for text in ("Tensor.sum 61.0", "Tensor.copy_ 30.0", "Tensor.mul_ 52.0", "Tensor.add_ 49.0",
+                 "ceiling = sum", "torch thread"):  # fmt: skip
+        assert text in memory
+    matmul = got["methods"]["matmul_bfloat16"]
+    assert "n = 512, 1024, 2048" in matmul and "ceiling at n = 1024" in matmul
+
+
+def test_matmul_calibration_covers_the_gemm_benchmark_sizes():
+    """The CPU matmul ceiling is measured at every size the gemm benchmark runs on a CPU, so
+    no gemm case can beat it by running at a size the calibration skipped."""
+    from dsbench.suites import BENCHMARKS, Context
+
+    gemm = BENCHMARKS["gemm"]
+    for suite in gemm.suites:
+        sizes = gemm.grid(suite, Context(cpu_flags=("avx512_bf16",)))["size"]
+        assert set(sizes) - {128} <= set(hardware.CPU_MATMUL_SIZES), suite  # smoke: 128
+
+
+def test_share_above_100_percent_is_never_bare():
+    assert hardware.pct_text(None) == "n/a"
+    assert hardware.pct_text(97.24) == "97.2%"
+    assert hardware.pct_text(100.0) == "100.0%"
+    assert hardware.pct_text(105.54, measured=True) == "105.5% (above the measured peak)"
+    assert hardware.pct_text(100.1, measured=False) == "100.1% (above the datasheet peak)"
+    assert "dsbench profiles --calibrate" in hardware.over_peak_note(True)
+
+
+def test_stale_cache_version_is_measured_again(tmp_path, monkeypatch):
+    """Ceilings cached by an older calibration method are not reused."""
+    old = {"memory_bandwidth_gbps": 1.0, "copy_bandwidth_gbps": 0.5}
+    stale = {
+        "version": hardware.CACHE_VERSION - 1,
+        "entries": {hardware.calibration_key("cpu"): old},
+    }
+    (tmp_path / hardware.CACHE_FILE).write_text(json.dumps(stale))
+    fresh = {"memory_bandwidth_gbps": 50.0, "copy_bandwidth_gbps": 14.0,
+             "matmul_tflops": {"float32": 0.4, "bfloat16": 1.5}, "methods": {}}  # fmt: skip
+    monkeypatch.setattr(hardware, "measure_ceilings", lambda device: dict(fresh))
+    profile = hardware.calibrate(hardware.get_profile("cpu"), cache_dir=tmp_path)
+    assert profile.memory_bandwidth_gbps.value == 50.0
+
+
 def test_calibrate_leaves_datasheet_profiles_alone(tmp_path):
     h100 = hardware.get_profile("h100-sxm")
     assert hardware.calibrate(h100, cache_dir=tmp_path) is h100

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from dsbench import compare, results
+from dsbench import compare, hardware, results
 from dsbench.errors import UsageError
 from dsbench.suites import SUITES, check_suite
 
@@ -67,7 +67,7 @@ def summary_table(rows: list[dict]) -> str:
                     r["id"],
                     f"{r['value']:.4g} ± {half:.2g}",
                     f"{r['metric']} {r['unit']}",
-                    "n/a" if pct is None else f"{pct:.1f}%",
+                    hardware.pct_text(pct, (r.get("peak") or {}).get("measured")),
                     f"{r['timing']['summary']['median'] * 1e3:.4g}",
                     s["n"],
                     "ok",
