@@ -82,7 +82,9 @@ def train_loop(job: TrainJob, *, device: str, send) -> None:
             index = batch_index(step, rank=rank, world_size=world, micro_step=micro,
                                 grad_accum=gas)  # fmt: skip
             batch = preset.batch(mb, seed=job.seed, step=index, device=device, dtype=dtype)
-            loss = preset.loss(engine.module, batch)
+            loss = preset.loss(
+                engine, batch
+            )  # the engine's forward: DeepSpeed scales for GAS there
             engine.backward(loss)
             engine.step()
             total += loss.detach().double()

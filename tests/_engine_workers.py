@@ -34,7 +34,7 @@ def _losses(model: str, config: dict, steps: int) -> dict[str, list[float]]:
                 index = batch_index(
                     step, rank=rank, world_size=world, micro_step=micro, grad_accum=gas
                 )
-                loss = preset.loss(engine.module, preset.batch(micro_bs, seed=0, step=index))
+                loss = preset.loss(engine, preset.batch(micro_bs, seed=0, step=index))
                 engine.backward(loss)
                 engine.step()
                 mean = loss.detach().float().clone()
