@@ -259,7 +259,7 @@ def _closest_other(runs: list[Run], base: Run, sel: Selector) -> tuple[Run, str]
     differences, newest among equals) that differs on the selector's own axis."""
     axis = selector_axis(sel, base)
     candidates = [
-        (len(confounders(base, r, {axis})), -i, r)
+        (r.doc.get("suite") != base.doc.get("suite"), len(confounders(base, r, {axis})), -i, r)
         for i, r in enumerate(runs)
         if r is not base
         and r.fields.get(axis) != base.fields.get(axis)
@@ -271,7 +271,7 @@ def _closest_other(runs: list[Run], base: Run, sel: Selector) -> tuple[Run, str]
             f"no run differs from the baseline ({base.id}) in {axis} and shares a benchmark "
             f"case with it; measure both sides with: {ab_hint(axis, base)}"
         )
-    *_, cont = min(candidates, key=lambda c: c[:2])
+    *_, cont = min(candidates, key=lambda c: c[:3])
     note = (
         f"contender: {cont.describe()} — the closest run with another {axis} "
         f"({base.fields.get(axis)} vs {cont.fields.get(axis)})"
