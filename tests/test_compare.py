@@ -248,7 +248,7 @@ def test_separate_single_launch_runs_use_the_newest_noise_figure(tmp_path, capsy
         results.write_run(make_doc(run_id, TS.format(when), rows, label=label, env=env),
                           root=tmp_path)  # fmt: skip
     args = ["compare", "--results", str(tmp_path), "--baseline", "a1", "--contender", "a2"]
-    assert main(args) == 0
+    assert main([*args, "--fail-on-regression"]) == 0  # 0.8x but inconclusive: not a failure
     out = capsys.readouterr().out
     assert "0 worse" in out and "one round per side and no noise figure" in out
     calib = make_doc("20261130T000002Z-cccccc", TS.format(2),
