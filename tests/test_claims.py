@@ -1,6 +1,8 @@
 """Claim files: published tables to check. They load and validate, bad files are named and
-skipped, and check() sets each claim beside measured ratios (from runs), modelled ratios (from
-profiles) or the command that would measure it — never treating a claim as a result."""
+skipped, and check() sets each claim beside measured ratios (from runs) with their 99% interval
+and a decision (consistent / contradicted / not decided), modelled ratios (from profiles, which
+decide nothing) or the `dsbench ab` command that would measure it — never treating a claim as a
+result."""
 
 import dataclasses
 import math
@@ -79,6 +81,21 @@ def _train_row(params: dict, value: float, peak_bytes: int = 1000) -> dict:
         "memory": {"device_peak_allocated_bytes": peak_bytes},
         "timing": {"summary": {"median": 64 / value}},
     }
+
+
+def _launch_row(params: dict, launches: list[float], spread: float = 0.01, n: int = 3) -> dict:
+    """A train_step row measured in several launches (as ``dsbench ab`` writes a side): each
+    launch's ``n`` samples evenly within ±``spread`` of its value, ``rounds`` saying which launch
+    each belongs to."""
+    from dsbench.stats import centre
+
+    steps = [2 * i / (n - 1) - 1 for i in range(n)]
+    rounds = [[v * (1 + spread * x) for x in steps] for v in launches]
+    row = _train_row(params, centre(rounds))
+    row["samples"] = [x for r in rounds for x in r]
+    row["rounds"] = [{"launch": i, "n": len(r)} for i, r in enumerate(rounds)]
+    row["stats"] = summarize(row["samples"]).to_dict()
+    return row
 
 
 def _params(model: str, engine: str = "deepspeed") -> dict:
@@ -220,13 +237,136 @@ def test_check_gives_measured_ratio_from_synthetic_runs(tmp_path):
     assert sorted(p["ratio"] for p in measured["cases"]) == pytest.approx([1.1, 1.25])
     assert entry["dsbench_ratio"] == pytest.approx(math.sqrt(1.1 * 1.25))
     assert measured["baseline_run"] != measured["contender_run"]
-    assert entry["verdict"].startswith(f"measured {math.sqrt(1.1 * 1.25):.3g}× (geometric mean")
-    assert "vs claimed 1.25×" in entry["verdict"]
+    # two separate single-launch runs and no noise figure: no interval, nothing decided
+    assert entry["decision"] == "not decided" and entry["interval"] is None
+    assert entry["verdict"].startswith(
+        f"not decided: measured {math.sqrt(1.1 * 1.25):.3g}× (geometric mean of 2 cases; no "
+        "interval: too few samples"
+    )
+    assert "vs claimed 1.25× (accepted 1.19–1.31×)" in entry["verdict"]
     # the claim's own numbers stay under "claimed"; nothing of them leaks into measured
     assert entry["claimed"]["baseline"]["value"] == 100
     assert sorted(p["baseline"] for p in measured["cases"]) == [40.0, 90.0]
     assert entry["modelled"] is None
-    assert entry["commands"][-1] == "dsbench compare --baseline 0.18.3 --contender 0.18.4"
+    ab = (
+        "dsbench ab --baseline deepspeed=0.18.3 --contender deepspeed=0.18.4 --suite training "
+        "--filter '^train_step\\['"
+    )
+    assert entry["commands"] == [ab]
+    assert entry["verdict"].endswith(f"; to decide it: {ab}")
+
+
+def _decided(tmp_path, base: list[float], cont: list[float], spread=0.01, n_cases=1):
+    (claim,) = claims.load_claim_file(_write(tmp_path, "a.toml", GOOD))
+    models = ["mlp", "bert-tiny", "gpt-tiny"][:n_cases]
+    runs = _runs(
+        tmp_path,
+        {"0.18.3": [_launch_row(_params(m), base, spread) for m in models],
+         "0.18.4": [_launch_row(_params(m), cont, spread) for m in models]},
+    )  # fmt: skip
+    (entry,) = claims.check([claim], runs)
+    return entry, runs
+
+
+@pytest.mark.parametrize(
+    ("cont", "decision"),
+    [
+        ([125.0, 124.0, 126.0, 125.5, 124.5, 125.0], "consistent"),  # 1.25x, tight
+        ([101.0, 100.0, 99.0, 100.5, 99.5, 100.0], "contradicted"),  # 1.00x, tight
+        ([125.0, 95.0, 150.0, 110.0, 140.0, 125.0], "not decided"),  # 1.24x, wide
+    ],
+)
+def test_claim_decision_from_the_interval_over_launches(tmp_path, cont, decision):
+    """Six launches a side: the interval exists, and the claim (1.25x, accepted 1.19-1.31x) is
+    consistent when it lies within, contradicted when wholly outside, else not decided."""
+    base = [100.0, 99.0, 101.0, 100.5, 99.5, 100.0]
+    entry, _ = _decided(tmp_path, base, cont)
+    lo, hi = entry["interval"]
+    assert lo <= entry["dsbench_ratio"] <= hi
+    assert entry["accepted"] == pytest.approx((1.25 / 1.05, 1.25 * 1.05))
+    assert entry["decision"] == decision
+    assert entry["verdict"].startswith(f"{decision}: measured ")
+    assert f"99% interval {lo:.3g}×–{hi:.3g}×, 1 case" in entry["verdict"]
+    assert ("to decide it: dsbench ab " in entry["verdict"]) == (decision == "not decided")
+
+
+def test_geometric_mean_interval_is_bonferroni_conservative(tmp_path):
+    """Over n cases: each case's interval at 1 - 0.01/n, then the geometric means of the ends;
+    it holds the geometric mean ratio and is wider than the cases' own 99% intervals' mean."""
+    from dsbench import compare
+
+    base, cont = [100.0, 98.0, 103.0, 101.0, 99.0], [124.0, 127.0, 123.0, 126.0, 125.0]
+    entry, runs = _decided(tmp_path, base, cont, spread=0.02, n_cases=3)
+    m = entry["measured"]
+    assert m["n_cases"] == 3 and m["case_level"] == pytest.approx(1 - 0.01 / 3)
+    rows = {r.id: r for r in compare.compare_rows(
+        runs[0].benchmarks, runs[1].benchmarks, level=1 - 0.01 / 3)}  # fmt: skip
+    for case in m["cases"]:
+        assert (case["low"], case["high"]) == pytest.approx((rows[case["id"]].low,
+                                                              rows[case["id"]].high))  # fmt: skip
+    lo, hi = entry["interval"]
+    assert lo == pytest.approx(math.exp(sum(math.log(c["low"]) for c in m["cases"]) / 3))
+    assert hi == pytest.approx(math.exp(sum(math.log(c["high"]) for c in m["cases"]) / 3))
+    plain = compare.compare_rows(runs[0].benchmarks, runs[1].benchmarks)  # 99% per case
+    assert hi - lo > sum(r.high - r.low for r in plain) / 3
+
+
+def test_noise_figure_and_ab_pair_give_single_launch_runs_an_interval(tmp_path):
+    """A noise calibration of the machine lends single-launch runs an interval; a pair that
+    `dsbench ab` measured together is preferred over newer runs measured apart."""
+    (claim,) = claims.load_claim_file(_write(tmp_path, "a.toml", GOOD))
+    _runs(
+        tmp_path,
+        {"0.18.3": [_launch_row(_params("mlp"), [100.0], n=10)],
+         "0.18.4": [_launch_row(_params("mlp"), [125.0], n=10)]},
+    )  # fmt: skip
+    noise = make_doc("20260110T000000Z-noise0", "2026-01-10T00:00:00+00:00",
+                     [_launch_row(_params("mlp"), [100.0, 100.5, 99.5, 100.2, 99.8])])  # fmt: skip
+    noise["purpose"] = "noise"
+    write_json(tmp_path / "runs" / "noise.json", noise)
+    runs = results.load_runs(tmp_path / "runs")
+    (entry,) = claims.check([claim], runs)
+    assert entry["interval"] is not None and entry["decision"] == "consistent"
+    assert entry["measured"]["baseline_run"] not in ("20260110T000000Z-noise0",)
+
+    for k, (ds, values) in enumerate((("0.18.3", [100.0] * 4), ("0.18.4", [100.0] * 4))):
+        doc = make_doc(f"2026010{k + 5}T000000Z-ab{k:04d}", f"2026-01-0{k + 5}T00:00:00+00:00",
+                       [_launch_row(_params("mlp"), values)], label=f"ab-{ds}",
+                       env={"packages": {"torch": "2.13.0+cpu", "deepspeed": ds}})  # fmt: skip
+        doc["ab"] = {"id": "ab1", "side": ("baseline", "contender")[k],
+                     "spec": f"deepspeed={ds}"}  # fmt: skip
+        write_json(tmp_path / "runs" / f"ab{k}.json", doc)
+    later = make_doc("20260120T000000Z-late00", "2026-01-20T00:00:00+00:00",
+                     [_train_row(_params("mlp"), 300.0)], label="0.18.4")  # fmt: skip
+    write_json(tmp_path / "runs" / "late.json", later)
+    (entry,) = claims.check([claim], results.load_runs(tmp_path / "runs"))
+    m = entry["measured"]
+    assert (m["baseline_run"], m["contender_run"]) == (
+        "20260105T000000Z-ab0000", "20260106T000000Z-ab0001")  # fmt: skip
+    assert any("measured together by dsbench ab ab1" in n for n in m["notes"])
+    assert entry["decision"] == "contradicted"  # 1.00x, tight, against 1.19-1.31x
+
+
+def test_accepted_range_and_decide():
+    (claim,) = claims.load_claim_file(_write_tmp_good())
+    assert claims.accepted_range(claim) == pytest.approx((1.25 / 1.05, 1.25 * 1.05))
+    ranged = dataclasses.replace(claim, claimed_range=(0.98, 1.02))
+    assert claims.accepted_range(ranged) == (0.98, 1.02)  # a printed range as it stands
+    bound = dataclasses.replace(claim, contender=claims.ClaimSide("new", ">72h", 72.0, ">"))
+    assert claims.accepted_range(bound) == pytest.approx((0.72 / 1.05, math.inf))
+    accepted = (0.98, 1.02)
+    assert claims.decide((0.99, 1.01), accepted)[0] == "consistent"
+    assert claims.decide((1.03, 1.10), accepted)[0] == "contradicted"
+    assert claims.decide((0.90, 0.97), accepted)[0] == "contradicted"
+    assert claims.decide((1.00, 1.05), accepted)[0] == "not decided"
+    assert claims.decide((None, None), accepted) == ("not decided", "no interval")
+    assert claims.decide((1.0, 1.01), None)[0] == "not decided"
+
+
+def _write_tmp_good() -> Path:
+    import tempfile
+
+    return _write(Path(tempfile.mkdtemp()), "a.toml", GOOD)
 
 
 def test_check_lists_confounders(tmp_path):
@@ -264,8 +404,38 @@ def test_check_without_runs_says_what_to_run(tmp_path):
     (claim,) = claims.load_claim_file(_write(tmp_path, "a.toml", GOOD))
     (entry,) = claims.check([claim], [])
     assert entry["kind"] == "none" and entry["dsbench_ratio"] is None
-    assert entry["verdict"].startswith("no data yet: run dsbench run --suite training")
-    assert "dsbench compare --baseline 0.18.3 --contender 0.18.4" in entry["command"]
+    assert entry["decision"] == "not decided"
+    assert entry["verdict"].startswith(
+        "not decided: no data yet: run dsbench ab --baseline deepspeed=0.18.3 --contender "
+        "deepspeed=0.18.4 --suite training"
+    )
+
+
+def test_commands_use_dsbench_ab_never_two_runs():
+    """Every shipped claim whose sides `dsbench ab` can run (DeepSpeed or Python versions) is
+    measured by one `dsbench ab` command with the mapping's suite and filter; no claim asks
+    for `dsbench run` twice on one machine."""
+    loaded = {c.id: c for c in claims.load_claims(SHIPPED)}
+    bert = claims.commands(loaded["000-perf-python312-deepspeed0184/bert-large-training"])
+    assert bert == [
+        "dsbench ab --baseline deepspeed=0.18.3 --contender deepspeed=0.18.4 --suite training "
+        "--filter 'model=bert-large'"
+    ]
+    gpt = claims.commands(loaded["000-perf-python312-deepspeed0184/gpt3-inference-latency"])
+    assert gpt[0].startswith(
+        "dsbench ab --baseline python=3.11 --contender python=3.12 --suite inference"
+    )
+    for cid, claim in loaded.items():
+        cmds = claims.commands(claim)
+        if claims.ab_side(claim.dsbench.baseline or "") and claims.ab_side(
+            claim.dsbench.contender or ""
+        ):
+            assert len(cmds) == 1 and cmds[0].startswith("dsbench ab "), cid
+        local = [c for c in cmds if "dsbench run " in c and not c.startswith("on ")]
+        assert len(local) <= 1 or cmds[0].startswith("dsbench noise"), cid
+    assert claims.ab_side("0.18.3") == "deepspeed=0.18.3"
+    assert claims.ab_side("label=sysctl-default") is None
+    assert claims.ab_side("profile=mi250x-gcd") is None
 
 
 def test_check_reports_bad_selector(tmp_path):
@@ -285,7 +455,8 @@ def test_check_models_hardware_claims_and_keeps_them_labelled():
     # fp16 8192^3 is compute-bound on both: the ratio of the dense fp16 peaks
     assert g["kind"] == "modelled" and g["measured"] is None
     assert g["dsbench_ratio"] == pytest.approx(191.5 / 312)
-    assert g["verdict"].startswith("modelled 0.614× (roofline floors of gemm[")
+    assert g["decision"] == "not decided"  # a model decides nothing
+    assert g["verdict"].startswith("not decided: modelled 0.614× (roofline floors of gemm[")
     assert "vs claimed 0.85×" in g["verdict"]
     # 1 GiB all-reduce over 8 ranks: alpha-beta on 300 vs 200 GB/s
     s, steps = 2**30, 14
@@ -326,6 +497,8 @@ def test_not_measurable_claims_say_why():
     assert mtbf["kind"] == "none" and mtbf["commands"] == []
     assert mtbf["verdict"].startswith("not measurable by dsbench: ")
     assert mtbf["claimed"]["text"] == "claimed ≥8.28×"
+    assert mtbf["decision"] == "not measurable"
     for entry in entries:
         assert entry["kind"] in ("none", "modelled")  # no runs: nothing is measured
         assert entry["measured"] is None
+        assert entry["decision"] in ("not decided", "not measurable")

@@ -1,24 +1,33 @@
-"""The comparisons the site publishes, and which runs each one pairs.
+"""The comparisons the site publishes, which runs each one pairs, and what the verdicts say.
 
 Each :class:`Axis` is a pair of ``dsbench compare`` selectors. Runs are grouped by source and
 suite (a quick-suite run is never paired with a training run); in each group that has both
-sides, :func:`dsbench.compare.pick_runs` picks the newest run of each side and
-:func:`dsbench.compare.report` does the pairing, significance and direction, exactly as
-``dsbench compare`` would. A parameter axis (``engine=deepspeed`` vs ``engine=dsbench``) compares
-two halves of one run: the newest run in the group that holds both.
+sides, the newest pair that ``dsbench ab`` measured together in alternating rounds is used,
+else :func:`dsbench.compare.pick_runs` picks the runs, and :func:`dsbench.compare.report` pairs
+the rows and gives each its verdict (better / worse / unchanged / inconclusive, from the 99%
+interval of the ratio), exactly as ``dsbench compare`` would, with the machine's noise figure
+when one exists. A parameter axis (``engine=deepspeed`` vs ``engine=dsbench``) compares two
+halves of one run: the newest run in the group that holds both. Noise calibrations (``dsbench
+noise``) are never a side; they only lend their noise figure.
+
+A pairing whose rows are all inconclusive is not a finding: :func:`undecided` says so, with the
+reason most rows share and the command that would decide it (:attr:`Axis.decide`).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from dsbench import compare
+from dsbench.compare import is_asv
+from dsbench.errors import UsageError
 from dsbench.publish import plots
-from dsbench.publish.facts import ci, finite, peak_share, run_title, short_run
-from dsbench.publish.html import Html, el, join, link, num, table
+from dsbench.publish.facts import ci, finite, peak_share, prose, run_title, short_run
+from dsbench.publish.html import Html, el, join, link, table
 from dsbench.results import Run
 
 if TYPE_CHECKING:
@@ -26,6 +35,9 @@ if TYPE_CHECKING:
 
 MAX_BARS = 40
 """Bars per chart; a comparison with more rows draws the first ones and says so."""
+FACTOR = 1.05
+"""The comparisons' ``--factor``: a change smaller than 5% either way is "unchanged"."""
+DECIDE = "; what would decide it: "
 
 
 @dataclass(frozen=True)
@@ -37,7 +49,12 @@ class Axis:
     """``dsbench compare`` selector of the baseline side."""
     contender: str
     how: str
-    """What to run to get results for both sides."""
+    """What to run to get results for both sides (text; `commands` in backticks)."""
+    decide: str
+    """What to run so that the verdicts can decide, when the data at hand cannot (text;
+    ``{suite}`` stands for the group's suite)."""
+    suite: str
+    """The suite ``decide`` names when the group's own is not one of dsbench's (asv's)."""
 
 
 AXES = (
@@ -48,22 +65,32 @@ AXES = (
         "backend=rocm",
         "run `dsbench run` (same --suite) on an NVIDIA GPU machine and on an AMD GPU machine, "
         "then copy both machines' folders into one results folder",
+        "the two backends run on different machines, so no `dsbench ab` can alternate them and "
+        "no one machine's noise figure applies: each side needs several launches of its own, "
+        "e.g. on each machine `dsbench ab --baseline commit=HEAD --contender commit=HEAD "
+        "--suite {suite}` (each side's result file holds its launches)",
+        "quick",
     ),
     Axis(
         "python-3.11-vs-3.12",
         "Python 3.11 vs 3.12",
         "python=3.11",
         "python=3.12",
-        "run `make run PYTHON=python3.11 VENV=.venv-py311` and `make run PYTHON=python3.12 "
-        "VENV=.venv-py312` (or asv over both Pythons: `asv run`)",
+        "run `dsbench ab --baseline python=3.11 --contender python=3.12 --suite quick` (both "
+        "Pythons in alternating rounds; or asv over both Pythons with several rounds: see the "
+        "README)",
+        "`dsbench ab --baseline python=3.11 --contender python=3.12 --suite {suite}`",
+        "quick",
     ),
     Axis(
         "deepspeed-0.18.3-vs-0.18.4",
         "DeepSpeed 0.18.3 vs 0.18.4",
         "deepspeed=0.18.3",
         "deepspeed=0.18.4",
-        "run `pip install deepspeed==0.18.3 && dsbench run --suite training --label ds0.18.3`, "
-        "then the same with 0.18.4",
+        "run `dsbench ab --baseline deepspeed=0.18.3 --contender deepspeed=0.18.4 --suite "
+        "training` (both versions in alternating rounds)",
+        "`dsbench ab --baseline deepspeed=0.18.3 --contender deepspeed=0.18.4 --suite {suite}`",
+        "training",
     ),
     Axis(
         "engine-dsbench-vs-deepspeed",
@@ -71,6 +98,10 @@ AXES = (
         "engine=deepspeed",
         "engine=dsbench",
         "run `dsbench run --suite training` with DeepSpeed installed (it trains on both engines)",
+        "`dsbench run --suite {suite}` with this dsbench: it times both engines in alternating "
+        "rounds of one launch and records each round (result files before schema 3 record "
+        "none)",
+        "training",
     ),
 )
 
@@ -85,6 +116,9 @@ class Pairing:
     report: compare.Report
     runs: list[Run]
     """The group's runs that match either side, oldest first (for the history chart)."""
+    suite: str = ""
+    """The group's suite (``asv`` for asv's runs)."""
+    factor: float = FACTOR
 
 
 @dataclass
@@ -115,8 +149,41 @@ def groups(runs: Iterable[Run]) -> dict[tuple[str, str], list[Run]]:
     return dict(sorted(out.items()))
 
 
-def pair(axis: Axis, runs: list[Run], factor: float = 1.05) -> AxisResult:
-    """Every group of ``runs`` in which both sides of ``axis`` exist, compared."""
+def is_noise(run: Run) -> bool:
+    """A noise calibration (``dsbench noise``): an A/A run, never a side of a comparison."""
+    return run.doc.get("purpose") == "noise"
+
+
+def ab_pair(
+    runs: list[Run], b_sel: compare.Selector, c_sel: compare.Selector
+) -> tuple[Run, Run, str] | None:
+    """The newest two runs ``dsbench ab`` measured together (``doc["ab"]``: same id, one
+    baseline and one contender side) that the two selectors tell apart, oriented as the axis;
+    with the note that says so."""
+    sides: dict[str, dict[str, Run]] = {}
+    for run in runs:
+        ab = run.doc.get("ab")
+        if isinstance(ab, dict) and ab.get("id") and ab.get("side") in ("baseline", "contender"):
+            sides.setdefault(str(ab["id"]), {})[ab["side"]] = run
+    found = None
+    for ab_id, pair_ in sides.items():
+        b, c = pair_.get("baseline"), pair_.get("contender")
+        if b is None or c is None:
+            continue
+        if not (b_sel.matches(b) and c_sel.matches(c)):
+            b, c = c, b  # measured the other way round
+        if b_sel.matches(b) and c_sel.matches(c) and not (b_sel.matches(c) or c_sel.matches(b)):
+            specs = " vs ".join(str(r.doc["ab"].get("spec") or "?") for r in (b, c))
+            found = (b, c, f"measured together by dsbench ab {ab_id} ({specs}) in alternating "
+                           "rounds, each a fresh process")  # fmt: skip
+    return found
+
+
+def pair(
+    axis: Axis, runs: list[Run], factor: float = FACTOR, all_runs: list[Run] | None = None
+) -> AxisResult:
+    """Every group of ``runs`` in which both sides of ``axis`` exist, compared. ``all_runs``:
+    where to look for noise calibrations (default ``runs``)."""
     keys = compare.param_keys(runs)
     result = AxisResult(axis)
     for sel_text in (axis.baseline, axis.contender):
@@ -126,20 +193,11 @@ def pair(axis: Axis, runs: list[Run], factor: float = 1.05) -> AxisResult:
     b_sel = compare.Selector.parse(axis.baseline, keys)
     c_sel = compare.Selector.parse(axis.contender, keys)
     result.param = b_sel.param or c_sel.param
-    for key, members in groups(runs).items():
-        if result.param:
-            both = [r for r in members if b_sel.rows(r) and c_sel.rows(r)]
-            if not both:
-                continue
-            chosen, history = [both[-1]], both
-        else:
-            base_runs = [r for r in members if b_sel.matches(r)]
-            cont_runs = [r for r in members if c_sel.matches(r) and r not in base_runs]
-            if not base_runs or not cont_runs:
-                continue
-            chosen = [r for r in members if r in base_runs or r in cont_runs]
-            history = chosen
-        base, cont, notes = compare.pick_runs(chosen, axis.baseline, axis.contender)
+    for key, members in groups(r for r in runs if not is_noise(r)).items():
+        found = _pick(result.param, members, b_sel, c_sel, axis)
+        if found is None:
+            continue
+        base, cont, notes, history = found
         rep = compare.report(
             base,
             cont,
@@ -147,13 +205,110 @@ def pair(axis: Axis, runs: list[Run], factor: float = 1.05) -> AxisResult:
             factor=factor,
             fmt="plain",
             notes=notes,
+            runs=all_runs if all_runs is not None else runs,
         )
-        result.pairings.append(Pairing(group_name(key), base, cont, rep, history))
+        result.pairings.append(
+            Pairing(group_name(key), base, cont, rep, history, suite=key[1], factor=factor)
+        )
     return result
 
 
-def pair_all(runs: list[Run], factor: float = 1.05) -> list[AxisResult]:
+def _pick(param: bool, members: list[Run], b_sel, c_sel, axis: Axis):
+    """(baseline side, contender side, notes, history runs) of one group, or None."""
+    if param:
+        both = [r for r in members if b_sel.rows(r) and c_sel.rows(r)]
+        if not both:
+            return None
+        base, cont, notes = compare.pick_runs([both[-1]], axis.baseline, axis.contender)
+        return base, cont, notes, both
+    base_runs = [r for r in members if b_sel.matches(r)]
+    cont_runs = [r for r in members if c_sel.matches(r) and r not in base_runs]
+    if not base_runs or not cont_runs:
+        return None
+    chosen = [r for r in members if r in base_runs or r in cont_runs]
+    if (ab := ab_pair(chosen, b_sel, c_sel)) is not None:
+        b, c, note = ab
+        notes = [f"baseline: {b.describe()}", f"contender: {c.describe()}", note]
+        return compare.Side.whole(b), compare.Side.whole(c), notes, chosen
+    try:
+        base, cont, notes = compare.pick_runs(chosen, axis.baseline, axis.contender)
+    except UsageError:  # no pair of runs shares a benchmark case
+        return None
+    return base, cont, notes, chosen
+
+
+def pair_all(runs: list[Run], factor: float = FACTOR) -> list[AxisResult]:
     return [pair(axis, runs, factor) for axis in AXES]
+
+
+# --------------------------------------------------------------------------------------------
+# What the verdicts say
+# --------------------------------------------------------------------------------------------
+
+
+def counts_text(counts: dict[str, int]) -> str:
+    """``2 better, 0 worse, 5 unchanged, 12 inconclusive, 3 on one side only``."""
+    text = (
+        f"{counts['better']} better, {counts['worse']} worse, {counts['unchanged']} unchanged, "
+        f"{counts['inconclusive']} inconclusive, {counts['one side only']} on one side only"
+    )
+    if counts.get("not comparable"):
+        text += f", {counts['not comparable']} failed, skipped or unlike"
+    return text
+
+
+def reason_of(basis: str) -> str:
+    """An inconclusive row's reason without its particulars (sample counts, suggestions)."""
+    return basis.split(" (", 1)[0].strip() or "no interval"
+
+
+def dominant_reason(rows: Iterable[compare.Row]) -> tuple[str, int, int] | None:
+    """(the reason most inconclusive rows share, how many share it, how many are inconclusive)."""
+    reasons = Counter(reason_of(r.basis) for r in rows if r.change == "inconclusive")
+    if not reasons:
+        return None
+    reason, n = reasons.most_common(1)[0]
+    return reason, n, sum(reasons.values())
+
+
+def decide_text(axis: Axis, p: Pairing) -> str:
+    """What would decide this pairing (text with `commands`)."""
+    from dsbench.suites import SUITES
+
+    text = axis.decide.format(suite=p.suite if p.suite in SUITES else axis.suite)
+    if any(is_asv(side.run) for side in (p.baseline, p.contender)):
+        text += (
+            "; for asv's own runs: several rounds with `--record-samples` (asv --quick keeps "
+            "one value per case; see the README)"
+        )
+    return text
+
+
+def undecided(axis: Axis, p: Pairing) -> str | None:
+    """ "the data cannot decide: ..." when no row is better, worse or unchanged (text with
+    `commands`), else None."""
+    c = p.report.counts
+    if c["better"] or c["worse"] or c["unchanged"]:
+        return None
+    found = dominant_reason(p.report.rows)
+    if found is None:
+        return "the data cannot decide: no case was measured on both sides"
+    reason, n, total = found
+    share = "every row" if n == total else f"{n} of {total} inconclusive rows"
+    return (
+        f"the data cannot decide: {reason} ({share}); what would decide it: {decide_text(axis, p)}"
+    )
+
+
+def finding(axis: Axis, p: Pairing) -> Html:
+    """The pairing's summary for lists and the page: the counts, and when nothing is decided
+    the plain statement that the data cannot decide."""
+    counts = counts_text(p.report.counts)
+    why = undecided(axis, p)
+    if why is None:
+        return el("span", counts)
+    said, sep, command = why.partition(DECIDE)
+    return join([el("span", counts, cls="muted"), " — ", el("strong", said), sep, prose(command)])
 
 
 # --------------------------------------------------------------------------------------------
@@ -170,7 +325,11 @@ def comparison_page(site: Site, result: AxisResult) -> None:
             el("code", a.baseline),
             ", contender ",
             el("code", a.contender),
-            ". Ratio = contender / baseline; ↑ higher is better, ↓ lower is better.",
+            ". Ratio = contender / baseline; ↑ higher is better, ↓ lower is better. Each row's "
+            "verdict comes from the 99% interval of its ratio over rounds (fresh processes): "
+            "better or worse only when the whole interval lies beyond the factor in the metric's "
+            "direction, unchanged when it lies within it, inconclusive otherwise, with the "
+            "reason.",
             cls="note",
         ),
     ]
@@ -199,10 +358,56 @@ def pairing_section(site: Site, result: AxisResult, p: Pairing) -> Html:
         )
     )
     parts.append(el("ul", *(el("li", n) for n in p.report.notes), cls="plain note"))
-    parts.append(el("p", el("strong", p.report.verdict)))
+    why = undecided(result.axis, p)
+    if why is not None:
+        said, sep, command = why.partition(DECIDE)
+        parts.append(el("p", el("strong", said[0].upper() + said[1:]), sep, prose(command), ".",
+                        cls="undecided"))  # fmt: skip
+    parts.append(el("p", p.report.verdict, cls="verdict"))
+    if (chart := ratio_figure(site, p, depth)) is not None:
+        parts.append(chart)
     parts.append(comparison_table(p))
     parts += comparison_charts(site, result, p, depth)
     return join(parts)
+
+
+def ratio_figure(site: Site, p: Pairing, depth: int) -> Html | None:
+    """The sorted chart of ratios with their 99% intervals, coloured by verdict."""
+    rows = [r for r in p.report.rows if r.comparable and finite(r.ratio) and r.ratio > 0]
+    if not rows:
+        return None
+    labels = plots.short_labels([r.id for r in rows])
+    arrow = {"higher": " ↑", "lower": " ↓"}
+    cases = [
+        plots.RatioCase(f"{lab}{arrow.get(str(r.direction), '')}", r.ratio, r.low, r.high, r.change)
+        for lab, r in zip(labels, rows, strict=True)
+    ]
+    left_out = len(p.report.rows) - len(rows)
+    bare = sum(r.low is None for r in rows)
+    common = plots.common_part([r.id for r in rows])
+    caption = [
+        f"Contender / baseline per case, sorted, with its 99% interval (whisker); the shaded "
+        f"band is 1/{p.factor:g} to ×{p.factor:g}, where a change counts as none. Colour: "
+        "green better, red worse, dark unchanged, grey inconclusive (↑ higher is better, ↓ "
+        "lower is better, so a ratio above 1 is better for ↑ and worse for ↓)."
+    ]
+    if bare:
+        caption.append(f" {bare} case(s) have no interval (hollow dot): see the basis column.")
+    if common:
+        caption.append(f" Every case is {common} with the parameters shown.")
+    if left_out:
+        caption.append(f" {left_out} row(s) not on both sides, failed or skipped are not drawn.")
+    return site.figure(
+        partial(
+            plots.ratio_chart,
+            cases,
+            factor=p.factor,
+            title=f"{p.group}: contender / baseline, 99% interval",
+        ),
+        depth=depth,
+        alt=f"{p.group}: ratio of each case with its 99% interval, sorted",
+        caption="".join(caption),
+    )
 
 
 def comparison_table(p: Pairing) -> Html:
@@ -212,45 +417,35 @@ def comparison_table(p: Pairing) -> Html:
     labels = dict(zip(ids, plots.short_labels(ids), strict=True))
     common = plots.common_part(ids)
     for r in p.report.rows:
-        b_lo, b_hi = ci(p.baseline.rows.get(r.id))
-        c_lo, c_hi = ci(p.contender.rows.get(r.id))
         arrow = " ↑" if r.direction == "higher" else " ↓" if r.direction else ""
         row = [
             el("span", labels[r.id], title=r.id),
             f"{r.unit}{arrow}",
             finite(r.baseline),
-            el("span", f"{num(b_lo)} – {num(b_hi)}", cls="nowrap") if b_lo is not None else "-",
             finite(r.contender),
-            el("span", f"{num(c_lo)} – {num(c_hi)}", cls="nowrap") if c_lo is not None else "-",
             f"{r.ratio:.3f}" if finite(r.ratio) is not None else "-",
-            r.change,
+            el("span", compare.interval_text(r) or "-", cls="nowrap"),
+            el("strong", r.change) if r.change in ("better", "worse") else r.change,
             r.basis,
         ]
         if with_env:
             row += [r.baseline_env, r.contender_env]
         rows.append(row)
-        classes.append(
-            r.change
-            if r.change in ("better", "worse")
-            else None
-            if r.ratio is not None
-            else "missing"
-        )
+        classes.append(r.change if r.comparable else "missing")
     headers = [
         "benchmark",
         "unit",
         "baseline",
-        "baseline 99% CI",
         "contender",
-        "contender 99% CI",
         "ratio",
-        "change",
-        "test",
+        "99% interval",
+        "verdict",
+        "basis",
     ]
     if with_env:
         headers += ["baseline env", "contender env"]
     caption = join(["every row is ", el("code", common), " with:"]) if common else None
-    return table(headers, rows, row_classes=classes, caption=caption)
+    return table(headers, rows, row_classes=classes, caption=caption, cls="verdicts")
 
 
 def comparison_charts(site: Site, result: AxisResult, p: Pairing, depth: int) -> list[Html]:
@@ -292,11 +487,13 @@ def comparison_charts(site: Site, result: AxisResult, p: Pairing, depth: int) ->
                     labels,
                     series,
                     xlabel=unit,
-                    title=f"{p.group}: median, 99% CI",
+                    title=f"{p.group}: each side's value, 99% CI of its samples",
                 ),
                 depth=depth,
-                alt=f"{unit}: baseline and contender medians with 99% CI",
-                caption=f"{unit}: median of each side with its 99% confidence interval{more}.",
+                alt=f"{unit}: baseline and contender values with 99% CI",
+                caption=f"{unit}: each side's value with the 99% confidence interval of its "
+                f"samples' median{more}. Those intervals are within one run; the verdicts use "
+                "the spread between rounds (the first chart).",
             )
         )
     share_rows = []
@@ -312,6 +509,15 @@ def comparison_charts(site: Site, result: AxisResult, p: Pairing, depth: int) ->
             plots.Series(b_name, [b[0] if b else None for _, b, _ in shown]),
             plots.Series(c_name, [c[0] if c else None for _, _, c in shown]),
         ]
+        over = sum(s[0] > 100 for _, b, c in shown for s in (b, c) if s)
+        flag = (
+            f" {over} value(s) lie above 100% (right of the dashed line): the peak they are "
+            "measured against is below what the benchmark reached (a measured ceiling that "
+            "understated the machine, or a datasheet figure below boost clocks); the run pages "
+            "name each peak's source."
+            if over
+            else ""
+        )
         out.append(
             site.figure(
                 partial(
@@ -325,7 +531,8 @@ def comparison_charts(site: Site, result: AxisResult, p: Pairing, depth: int) ->
                 depth=depth,
                 alt="percent of peak, baseline and contender",
                 caption=f"% of the hardware profile's peak, metric {', '.join(metrics)} "
-                "(the peak each run's profile gives; MFU for training steps).",
+                f"(the peak each run's profile gives, measured on CPUs; MFU for training "
+                f"steps).{flag}",
             )
         )
     hist = comparison_history(result, p)
@@ -350,7 +557,7 @@ def comparison_history(result: AxisResult, p: Pairing):
         ratios: dict[str, list[float | None]] = {i: [] for i in ids}
         for run in p.runs:
             base, cont, _ = compare.pick_runs([run], result.axis.baseline, result.axis.contender)
-            rows = {r.id: r for r in compare.compare_rows(base.rows, cont.rows)}
+            rows = {r.id: r for r in compare.compare_rows(base.rows, cont.rows, unit="round")}
             for i in ids:
                 ratios[i].append(finite(rows[i].ratio) if i in rows else None)
         series = [plots.Series(lab, ratios[i]) for lab, i in zip(labels, ids, strict=True)]
@@ -371,7 +578,7 @@ def comparison_history(result: AxisResult, p: Pairing):
     more = f" The first {len(ids)} of {len(paired)} benchmarks." if len(paired) > len(ids) else ""
     caption = (
         f"History over the {len(p.runs)} runs of this group that {which}, oldest first: "
-        f"{what}.{more}"
+        f"{what}.{more} Single values per run, without intervals: a trend, not a verdict."
     )
 
     draw = partial(plots.history, x, series, ylabel=ylabel, log=False, title=f"{p.group}: history")

@@ -8,7 +8,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from dsbench.publish.html import Html, el, join, num, render_value
+from dsbench import hardware
+from dsbench.publish.html import Html, el, join, num, pct, render_value
 from dsbench.results import Run
 
 BACKEND_NAMES = {"cuda": "CUDA", "rocm": "ROCm", "cpu": "CPU"}
@@ -55,8 +56,32 @@ def peak_share(row: dict | None) -> tuple[float, str] | None:
     return None
 
 
+def peak_measured(row: dict | None) -> bool | None:
+    """Whether the row's peak was measured on the machine (a CPU's calibration), if known."""
+    peak = (row or {}).get("peak")
+    return peak.get("measured") if isinstance(peak, dict) else None
+
+
+def share_html(value: float | None, measured: bool | None, title: str = "") -> Html:
+    """A % of peak for a page: ``97.2%``; above 100% never bare: flagged (``over`` class) with a
+    mark and, in the tooltip and the text, why a share can exceed the peak."""
+    if value is None:
+        return Html("-")
+    if value <= 100.0:
+        return el("span", pct(value), title=title or None)
+    note = hardware.over_peak_note(measured)
+    return el(
+        "span",
+        f"{pct(value)} ⚠",
+        el("span", f" above the {'measured' if measured else 'datasheet'} peak", cls="muted"),
+        cls="over",
+        title=f"{note}. {title}".strip(),
+    )
+
+
 def headlines(run: Run) -> list[str]:
-    """Per benchmark name, its best ok row: ``gemm 0.395 TFLOP/s (95.1% of peak)``."""
+    """Per benchmark name, its best ok row: ``gemm 0.395 TFLOP/s (95.1% of peak)``; a share
+    above 100% says so: ``(105.5% of the measured peak: above it)``."""
     best: dict[str, dict] = {}
     for row in run.doc["benchmarks"]:
         if row["status"] != "ok":
@@ -68,7 +93,12 @@ def headlines(run: Run) -> list[str]:
     out = []
     for name, row in best.items():
         share = peak_share(row)
-        tail = f" ({share[0]:.1f}% of peak)" if share else ""
+        tail = ""
+        if share:
+            measured = peak_measured(row)
+            of = "the measured peak" if measured else "peak"
+            over = f" ⚠ above {'it' if measured else 'the datasheet figure'}"
+            tail = f" ({share[0]:.1f}% of {of}{over if share[0] > 100 else ''})"
         out.append(f"{name} {num(row['value'])} {row.get('unit', '')}{tail}")
     return out
 

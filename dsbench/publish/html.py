@@ -147,7 +147,7 @@ def details(summary: Any, *body: Any) -> Html:
 
 CSS = """\
 :root { --fg: #1d2430; --muted: #5b6472; --line: #d6dae1; --bg: #ffffff; --head: #f2f4f7;
-        --better: #e3f4e6; --worse: #fbe4e1; --accent: #1f5fa8; }
+        --better: #e3f4e6; --worse: #fbe4e1; --undecided: #f1f1f1; --accent: #1f5fa8; }
 * { box-sizing: border-box; }
 body { margin: 0; color: var(--fg); background: var(--bg);
        font: 14px/1.45 system-ui, -apple-system, "Segoe UI", "DejaVu Sans", sans-serif; }
@@ -167,7 +167,14 @@ table.kv th { background: var(--head); font-weight: 600; white-space: nowrap; }
 table.inner { margin: 0; font-size: 12px; }
 tr.better td { background: var(--better); }
 tr.worse td { background: var(--worse); }
+tr.inconclusive td { background: var(--undecided); color: var(--muted); }
 tr.failed td, tr.missing td { color: var(--muted); }
+tr.consistent td { background: var(--better); }
+tr.contradicted td { background: var(--worse); }
+tr.undecided td { color: var(--muted); }
+.over { color: #8a4b00; font-weight: 600; }
+p.undecided { background: var(--undecided); border: 1px solid var(--line); padding: 6px 10px; }
+p.verdict { font-weight: 600; }
 caption { caption-side: top; text-align: left; color: var(--muted); padding: 2px 0; }
 code, pre { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 12px; }
 pre { white-space: pre-wrap; max-width: 900px; margin: 0; }

@@ -1,6 +1,7 @@
-"""Charts for the published site: grouped bars with 99% CI error bars, % of peak, history across
-runs, and the roofline. PNG files written beside the pages; nothing is fetched or embedded
-from elsewhere.
+"""Charts for the published site: the sorted ratio chart that opens a comparison (each case's
+ratio with its 99% interval, the ±factor band, the verdict's colour), grouped bars with 99% CI
+error bars, % of peak, history across runs, and the roofline. PNG files written beside the
+pages; nothing is fetched or embedded from elsewhere.
 
 matplotlib is used without pyplot (a :class:`~matplotlib.figure.Figure` renders through Agg by
 itself), so publishing never touches the global backend or leaks figures. Text taken from result
@@ -136,6 +137,82 @@ def grouped_bars(
     ax.grid(axis="x", alpha=0.3)
     if len(series) > 1:
         ax.legend(fontsize=8, loc="best")
+    return _save(fig, path)
+
+
+VERDICT_COLORS = {
+    "better": "#2e7d32",
+    "worse": "#c62828",
+    "unchanged": "#37474f",
+    "inconclusive": "#9e9e9e",
+}
+"""Colours of the four verdicts (:data:`dsbench.stats.VERDICTS`): better green, worse red,
+unchanged dark and neutral, inconclusive grey; the same as the comparison table's rows."""
+
+
+@dataclass(frozen=True)
+class RatioCase:
+    """One line of the ratio chart: a case, its contender/baseline ratio and 99% interval."""
+
+    label: str
+    ratio: float
+    low: float | None
+    """The interval (None when the verdict had none: the dot is hollow, "no interval")."""
+    high: float | None
+    verdict: str
+
+
+def ratio_chart(cases: Sequence[RatioCase], path: Path, *, factor: float, title: str = "") -> Path:
+    """A horizontal dot-and-whisker per case, sorted by ratio (largest on top), on a log axis:
+    the ratio as a dot in its verdict's colour, the 99% interval as a whisker, a hollow dot
+    labelled "no interval" where there is none; the band [1/factor, factor] shaded around 1.
+    9 inches wide (fits the page), 0.26 inch per case."""
+    shown = sorted(
+        (c for c in cases if math.isfinite(c.ratio) and c.ratio > 0), key=lambda c: -c.ratio
+    )
+    n = len(shown)
+    fig = Figure(figsize=(9, max(2.0, 0.26 * n + 1.3)))
+    ax = fig.add_subplot()
+    ax.set_xscale("log")
+    ax.axvspan(1 / factor, factor, color="#e8eaf0", zorder=0, label=f"within x{factor:g}")
+    ax.axvline(1.0, color="#555", linewidth=0.8, zorder=1)
+    bounds = [1 / factor, factor]
+    for y, c in enumerate(shown):
+        color = VERDICT_COLORS.get(c.verdict, VERDICT_COLORS["inconclusive"])
+        if c.low is not None and c.high is not None and c.low > 0:
+            ax.plot([c.low, c.high], [y, y], color=color, linewidth=1.6, zorder=2)
+            ax.plot([c.low, c.high], [y, y], "|", color=color, markersize=6, zorder=2)
+            ax.plot([c.ratio], [y], "o", color=color, markersize=5, zorder=3)
+            bounds += [c.low, c.high]
+        else:
+            ax.plot([c.ratio], [y], "o", markerfacecolor="white", markeredgecolor=color,
+                    markersize=5, zorder=3)  # fmt: skip
+            ax.annotate("no interval", (c.ratio, y), xytext=(6, -3), textcoords="offset points",
+                        fontsize=7, color="#666")  # fmt: skip
+        bounds.append(c.ratio)
+    lo, hi = min(bounds), max(bounds)
+    span = (hi / lo) ** 0.08  # room for the "no interval" notes and the whisker caps
+    ax.set_xlim(lo / span, hi * span * (1.6 if any(c.low is None for c in shown) else 1))
+    ax.set_yticks(range(n), [text(c.label, 48) for c in shown], fontsize=8)
+    ax.set_ylim(n - 0.5, -0.5)
+    ax.set_xlabel("contender / baseline (log scale)")
+    ax.xaxis.set_major_formatter("{x:.3g}")
+    ax.xaxis.set_minor_formatter("{x:.3g}")
+    ax.tick_params(axis="x", which="minor", labelsize=7)
+    if title:
+        ax.set_title(text(title, 100), fontsize=10)
+    ax.grid(axis="x", which="both", alpha=0.25)
+    handles = [
+        ax.plot([], [], "o", color=VERDICT_COLORS[v], label=v)[0]
+        for v in VERDICT_COLORS
+        if any(c.verdict == v for c in shown)
+    ]
+    if any(c.low is None for c in shown):
+        handles.append(ax.plot([], [], "o", markerfacecolor="white", markeredgecolor="#666",
+                               label="no interval")[0])  # fmt: skip
+    band = ax.fill_between([], [], color="#e8eaf0", label=f"1/{factor:g} to x{factor:g}")
+    ax.legend(handles=[*handles, band], fontsize=7, loc="upper left",
+              bbox_to_anchor=(1.01, 1.0), borderaxespad=0)  # fmt: skip
     return _save(fig, path)
 
 

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from dsbench import hardware, results
 from dsbench.publish import plots
-from dsbench.publish.facts import finite, optional
-from dsbench.publish.html import Html, el, join, link, num, pct, table
+from dsbench.publish.facts import finite, optional, share_html
+from dsbench.publish.html import Html, el, join, link, num, table
 
 if TYPE_CHECKING:
     from dsbench.publish.site import Site
@@ -192,6 +192,7 @@ def cross_table_html(df) -> Html:
             measured = finite(row[(p, "measured value")])
             eff = finite(row[(p, "measured efficiency")])
             cells.append(el("td", num(measured) if measured is not None else "-", cls="num"))
-            cells.append(el("td", pct(eff * 100) if eff is not None else "-", cls="num"))
+            cells.append(el("td", share_html(eff * 100 if eff is not None else None, False),
+                            cls="num"))  # fmt: skip
         body.append(el("tr", *cells))
     return el("table", el("thead", head1, head2), el("tbody", *body))

@@ -6,9 +6,20 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from dsbench import hardware
 from dsbench.publish import plots
 from dsbench.publish.comparisons import group_name
-from dsbench.publish.facts import ci, finite, headlines, peak_share, run_title, short_run
+from dsbench.publish.facts import (
+    ci,
+    finite,
+    headlines,
+    peak_measured,
+    peak_share,
+    prose,
+    run_title,
+    share_html,
+    short_run,
+)
 from dsbench.publish.html import (
     Html,
     details,
@@ -17,7 +28,6 @@ from dsbench.publish.html import (
     kv_table,
     link,
     num,
-    pct,
     render_value,
     table,
 )
@@ -75,7 +85,7 @@ def run_page(site: Site, run: Run) -> None:
             el("h2", "Headline numbers"),
             el("p", join((el("span", h, cls="tag") for h in heads), " ")),
         ]
-    body += [el("h2", "Benchmarks"), rows_table(run)]
+    body += [el("h2", "Benchmarks"), *peak_notes(run), rows_table(run)]
     body += [el("h2", "Environment"), render_value(doc.get("env") or {})]
     if doc.get("profile"):
         body += [
@@ -91,13 +101,45 @@ def run_page(site: Site, run: Run) -> None:
     site.write(site.run_pages[id(run)], f"Run {run_title(run)}", join(body))
 
 
+def peak_notes(run: Run) -> list[Html]:
+    """What the % of peak column is measured against, and a warning naming any share above
+    100% (the shares themselves are flagged in the table)."""
+    rows = [r for r in run.doc["benchmarks"] if peak_share(r)]
+    out: list[Html] = []
+    if any(peak_measured(r) for r in rows):
+        out.append(
+            el(
+                "p",
+                "% of peak on this machine is against ceilings dsbench measured here (its "
+                "calibration: the best of several kernels and sizes), not a datasheet; each "
+                "share's tooltip names its peak's source.",
+                cls="note",
+            )
+        )
+    over = [r for r in rows if peak_share(r)[0] > 100]
+    if over:
+        ids = ", ".join(f"{r['id']} ({peak_share(r)[0]:.1f}% ⚠)" for r in over)
+        out.append(
+            el(
+                "p",
+                el("strong", f"{len(over)} share(s) above 100%: "),
+                ids,
+                " — ",
+                prose(hardware.over_peak_note(peak_measured(over[0]))),
+                ".",
+                cls="warn",
+            )
+        )
+    return out
+
+
 def rows_table(run: Run) -> Html:
     rows, classes = [], []
     for row in run.doc["benchmarks"]:
         share = peak_share(row)
         peak = (row.get("peak") or {}) if isinstance(row.get("peak"), dict) else {}
         share_cell = (
-            el("span", pct(share[0]), title=f"{share[1]}: {peak.get('source', '')}")
+            share_html(share[0], peak_measured(row), f"{share[1]}: {peak.get('source', '')}")
             if share
             else "-"
         )

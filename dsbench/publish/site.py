@@ -224,13 +224,22 @@ class Site:
     # -- index --------------------------------------------------------------------------------
 
     def comparison_list(self, axes: list[AxisResult], depth: int) -> Html:
+        """Each comparison with, per group, its verdict counts; a group where nothing is decided
+        says so plainly, with the reason and what would decide it. Noise is never a finding."""
         items = []
         for r in axes:
             a = r.axis
             if r.has_data:
-                groups = "; ".join(f"{p.group}: {p.report.verdict}" for p in r.pairings)
+                groups = el(
+                    "ul",
+                    *(
+                        el("li", p.group, ": ", comparisons.finding(a, p))
+                        for p in r.pairings
+                    ),
+                    cls="plain",
+                )  # fmt: skip
                 items.append(
-                    el("li", link("../" * depth + f"compare/{a.slug}.html", a.title), " — ", groups)
+                    el("li", link("../" * depth + f"compare/{a.slug}.html", a.title), groups)
                 )
             else:
                 items.append(
@@ -322,7 +331,7 @@ class Site:
                     [
                         el("span", when(run.created), title=run.created, cls="nowrap"),
                         link(self.run_href(run, 0), run.id),
-                        run.label or "",
+                        join([run.label or "", *run_role(run)], " "),
                         run.doc.get("suite") or "",
                         run.source,
                         f.get("device") or f.get("cpu") or "-",
@@ -366,14 +375,24 @@ class Site:
         self.write("index.html", "dsbench results", join(body))
 
     def comparisons_page(self, axes: list[AxisResult]) -> None:
+        f = comparisons.FACTOR
         body = [
             el(
                 "p",
                 "Each comparison pairs runs as ",
                 el("code", "dsbench compare"),
-                " does: "
-                "a change counts only when significant (Mann–Whitney U p<0.01, or disjoint 99% "
-                "CIs) and beyond ×1.05, in the metric's own direction.",
+                f" does and gives each case one of four verdicts from the 99% interval of the "
+                f"contender/baseline ratio, in the metric's own direction: better or worse when "
+                f"the whole interval lies beyond ×{f:g}, unchanged when it lies within 1/{f:g} "
+                f"to ×{f:g}, inconclusive otherwise. The interval comes from rounds (fresh "
+                "processes: "
+                "launches, or the alternating rounds of one launch), not from the repetitions "
+                "inside one process, so two single-launch runs are inconclusive unless a noise "
+                "calibration of the machine (",
+                el("code", "dsbench noise"),
+                ") exists; ",
+                el("code", "dsbench ab"),
+                " measures two sides in alternating rounds.",
                 cls="note",
             ),
             self.comparison_list(axes, 0),
@@ -385,6 +404,8 @@ class Site:
     def claims_page(self) -> None:
         """Each claim file's table: what was claimed, what dsbench measured or modelled (said
         which), the verdict and the commands that would measure it."""
+        from dsbench.publish import claims
+
         load = optional("claims", "load_claims")
         check = optional("claims", "check")
         folder = self.results_root / results.CLAIMS_DIR
@@ -397,7 +418,25 @@ class Site:
                 "from hardware profiles; the dsbench column says which. A claim is never "
                 "treated as a result.",
                 cls="note",
-            )
+            ),
+            el(
+                "p",
+                "A measured claim is ",
+                el("strong", "consistent"),
+                " with the measurement when the whole 99% interval of dsbench's ratio "
+                "(contender / baseline, over rounds) lies within the ratios that agree with "
+                f"the claim (the printed ratio ÷/× {claims.FACTOR:g}, a printed range as it "
+                f"stands, a bound from bound ÷ {claims.FACTOR:g} on), ",
+                el("strong", "contradicted"),
+                " when it lies wholly outside them, ",
+                el("strong", "not decided"),
+                " when it reaches across an edge or the data give no interval (one round per "
+                "side without a noise figure, one value per side). Over several cases the "
+                "interval is that of their geometric mean: each case's interval at 99%/n "
+                "(Bonferroni), then the geometric means of the lower and of the upper ends. "
+                "A modelled ratio decides nothing.",
+                cls="note",
+            ),
         ]
         if load is None or check is None:
             missing = "load_claims" if load is None else "check"
@@ -439,14 +478,35 @@ class Site:
             body.append(table(
                 ["claim", "metric", "claimed", "dsbench", "verdict", "to measure it"],
                 [claim_row(r) for r in entries],
-                row_classes=[None if r.get("kind") != "none" else "missing" for r in entries],
+                row_classes=[claim_class(r) for r in entries],
             ))  # fmt: skip
         self.write("claims.html", "Claims", join(body))
 
 
+def run_role(run: Run) -> list[Html]:
+    """Tags for runs made for comparing: a side of a ``dsbench ab`` pair, a noise calibration."""
+    ab = run.doc.get("ab")
+    tags = []
+    if isinstance(ab, dict) and ab.get("side"):
+        tags.append(el("span", f"ab {ab['side']}: {ab.get('spec') or '?'}", cls="tag"))
+    if run.doc.get("purpose") == "noise":
+        tags.append(el("span", "noise calibration", cls="tag"))
+    return tags
+
+
+CLAIM_CLASSES = {"consistent": "consistent", "contradicted": "contradicted"}
+
+
+def claim_class(r: dict) -> str:
+    """Row class: consistent / contradicted coloured, everything undecided grey."""
+    if r.get("kind") == "none":
+        return "missing"
+    return CLAIM_CLASSES.get(str(r.get("decision")), "undecided")
+
+
 def claim_row(r: dict) -> list[Any]:
     """One claim: its label, metric, the claimed numbers, dsbench's ratio labelled measured or
-    modelled, the verdict, the commands."""
+    modelled with its 99% interval, the decision and why, the commands."""
     label = r.get("label") or r.get("claim")
     if r.get("label_en"):
         label = join([label, el("br"), el("span", r["label_en"], cls="muted")])
@@ -454,17 +514,30 @@ def claim_row(r: dict) -> list[Any]:
     kind = str(r.get("kind") or "none")
     ratio = finite(r.get("dsbench_ratio"))
     dsb = "-" if kind == "none" or ratio is None else f"{ratio:.3f}"
-    dsb_cell = el("span", dsb, " ", el("span", kind, cls="tag"), cls=kind)
+    parts: list[Any] = [dsb, " ", el("span", kind, cls="tag")]
+    if interval := r.get("interval"):
+        parts += [el("br"), el("span", f"99%: {interval[0]:.3f}–{interval[1]:.3f}", cls="nowrap")]
+    elif kind == "measured":
+        parts += [el("br"), el("span", "no interval", cls="muted")]
+    dsb_cell = el("span", *parts, cls=kind)
     more = [r[k] for k in ("measured", "modelled") if r.get(k)]
     if more:
         dsb_cell = join([dsb_cell, details("details", *(render_value(m) for m in more))])
     commands = r.get("commands") or []
+    decision = str(r.get("decision") or "")
+    verdict = str(r.get("verdict") or "")
+    rest = verdict.removeprefix(f"{decision}: ") if decision else verdict
+    # the commands stand in the next column: the verdict says only that they are needed
+    rest = rest.split("; to decide it: ", 1)[0].split(": run ", 1)[0]
+    if commands and rest != verdict:
+        rest += " (the commands beside would measure it)"
+    verdict_cell = join([el("strong", decision), el("br"), rest]) if decision else rest
     return [
         label,
         f"{r.get('metric', '')} ({r.get('unit', '')}{arrow})",
         cell((r.get("claimed") or {}).get("text")),
         dsb_cell,
-        r.get("verdict") or "",
+        verdict_cell,
         join(el("div", el("code", c)) for c in commands),
     ]
 
