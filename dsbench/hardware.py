@@ -662,16 +662,27 @@ def calibration_key(device: str) -> str:
     )
 
 
-def _best_time(fn: Callable[[], Any], sync: Callable[[], None], reps: int, inner: int) -> float:
-    """Best (minimum) seconds per call of ``fn`` over ``reps`` timed groups of ``inner`` calls."""
+def _best_time(
+    fn: Callable[[], Any],
+    sync: Callable[[], None],
+    reps: int,
+    inner: int,
+    min_seconds: float = 0.0,
+) -> float:
+    """Best (minimum) seconds per call of ``fn`` over ``reps`` timed groups of ``inner`` calls,
+    and more groups (up to 10 x ``reps``) until ``min_seconds`` have passed: on a machine that
+    others load now and then, the best is then more likely to fall in a quiet moment."""
     best = math.inf
-    for _ in range(reps):
+    began = time.perf_counter()
+    done = 0
+    while done < reps or (time.perf_counter() - began < min_seconds and done < 10 * reps):
         sync()
         start = time.perf_counter()
         for _ in range(inner):
             fn()
         sync()
         best = min(best, (time.perf_counter() - start) / inner)
+        done += 1
     return best
 
 
@@ -689,8 +700,13 @@ STREAM_KERNELS = ("sum", "copy", "scale", "add")
 """The memory-bandwidth methods: a read-only sum, a copy, an in-place scale and an in-place add."""
 CPU_MATMUL_SIZES = (512, 1024, 2048, 4096)
 """n of the n x n x n CPU matmuls, those of the gemm benchmark's CPU suites (quick: 512-2048,
-full: up to 4096); sizes that would take longer than the time budget are left out."""
+full: up to 4096); sizes above :data:`CPU_MATMUL_ALWAYS` that would take longer than the time
+budget are left out."""
+CPU_MATMUL_ALWAYS = 2048
+"""Sizes up to this one (the quick suite's) are always measured, however slow the CPU."""
 GPU_MATMUL_SIZES = (2048, 4096, 8192)
+STREAM_SECONDS = 0.75
+"""Each memory kernel is timed for at least this long (more reps than asked when they are quick)."""
 
 
 def _stream_rates(
@@ -718,7 +734,8 @@ def _stream_rates(
     for name in STREAM_KERNELS:
         fn, streams = kernels[name]
         fn()  # warm-up
-        rates[name] = streams * nbytes / _best_time(fn, sync, reps, inner) / 1e9
+        seconds = _best_time(fn, sync, reps, inner, min_seconds=STREAM_SECONDS)
+        rates[name] = streams * nbytes / seconds / 1e9
     return rates
 
 
@@ -727,21 +744,22 @@ def _matmul_rates(
 ) -> tuple[dict[int, float], int]:
     """TFLOP/s (2·n³ per call) of ``a @ b`` per size n, best of the reps; and the reps.
 
-    Random normal inputs (never zeros, which run faster on some hardware). On a CPU a size whose
-    probe predicts more than 0.4 s per call is left out, and a size gets fewer reps (at least 3)
-    where ``reps`` would take over a second, so calibration stays within seconds."""
+    Random normal inputs (never zeros, which run faster on some hardware). On a CPU a size above
+    :data:`CPU_MATMUL_ALWAYS` whose probe predicts more than 0.5 s per call is left out, and a
+    size gets fewer reps (at least 3) where ``reps`` would take over a second, so calibration
+    stays within seconds."""
     import torch
 
-    budget_s = 0.4
+    budget_s = 0.5
     generator = torch.Generator(device=dev).manual_seed(0)
     reps = 5 if gpu else 10
     probe = None
     if not gpu:
         a = torch.randn(256, 256, generator=generator, device=dev, dtype=dtype)
-        probe = _best_time(lambda a=a: a @ a, sync, 3, 1)
+        probe = _best_time(lambda a=a: a @ a, sync, 5, 1, min_seconds=0.05)
     rates: dict[int, float] = {}
     for n in sizes:
-        if probe is not None and probe * (n / 256) ** 3 > budget_s and rates:
+        if n > CPU_MATMUL_ALWAYS and probe is not None and probe * (n / 256) ** 3 > budget_s:
             break
         a = torch.randn(n, n, generator=generator, device=dev, dtype=dtype)
         b = torch.randn(n, n, generator=generator, device=dev, dtype=dtype)
@@ -754,7 +772,7 @@ def _matmul_rates(
         single = _best_time(lambda a=a, b=b: a @ b, sync, 1, 1)
         inner = 10 if gpu else max(1, min(20, int(0.02 / max(single, 1e-9))))
         n_reps = reps if gpu else max(3, min(reps, int(1.0 / (single * inner))))  # ~1 s a size
-        seconds = _best_time(lambda a=a, b=b: a @ b, sync, n_reps, inner)
+        seconds = _best_time(lambda a=a, b=b: a @ b, sync, n_reps, inner, min_seconds=0.5)
         rates[n] = 2 * n**3 / seconds / 1e12
         del a, b
     return rates, reps
@@ -778,8 +796,8 @@ def measure_ceilings(device: str = "cpu") -> dict[str, Any]:
     process may use during calibration (:func:`_cpu_threads`), then its thread count is restored.
 
     * memory: the best of :data:`STREAM_KERNELS` on float32 tensors (256 MiB on CPU, 1 GiB on
-      GPU), bytes read + written, best of 20 reps (5 x 20 calls on GPU) after a warm-up that also
-      faults the pages in;
+      GPU), bytes read + written, best of at least 20 reps and :data:`STREAM_SECONDS` (5 x 20
+      calls on GPU) after a warm-up that also faults the pages in;
     * matmul: square ``a @ b`` on random normal data, FLOPs = 2·n³, the best over sizes
       (:data:`CPU_MATMUL_SIZES`: those the gemm benchmark runs; :data:`GPU_MATMUL_SIZES`) of
       up to 10 reps each (5 on GPU); fp32 and bf16 on CPU, fp16, bf16 and fp32 with TF32 off on
@@ -810,7 +828,8 @@ def measure_ceilings(device: str = "cpu") -> dict[str, Any]:
         copy_gbps = stream["copy"] / 2  # bytes copied per second
         methods["memory_bandwidth_gbps"] = (
             f"the best of four kernels on {nbytes // 2**20} MiB float32 tensors{on}, best of "
-            f"{reps} reps each, counting bytes read + written: read-only Tensor.sum "
+            f"at least {reps} reps and {STREAM_SECONDS:g} s each, counting bytes read + written: "
+            "read-only Tensor.sum "
             f"{stream['sum']:.1f} GB/s, Tensor.copy_ {stream['copy']:.1f} GB/s, in-place "
             f"Tensor.mul_ {stream['scale']:.1f} GB/s, in-place Tensor.add_ {stream['add']:.1f} "
             f"GB/s; ceiling = {best} (in-place and read-only kernels avoid write-allocate "

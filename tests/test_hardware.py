@@ -420,6 +420,8 @@ def test_matmul_calibration_covers_the_gemm_benchmark_sizes():
     for suite in gemm.suites:
         sizes = gemm.grid(suite, Context(cpu_flags=("avx512_bf16",)))["size"]
         assert set(sizes) - {128} <= set(hardware.CPU_MATMUL_SIZES), suite  # smoke: 128
+    quick = gemm.grid("quick", Context())["size"]
+    assert max(quick) <= hardware.CPU_MATMUL_ALWAYS  # measured even on a slow or busy CPU
 
 
 def test_share_above_100_percent_is_never_bare():
