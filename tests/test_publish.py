@@ -510,6 +510,26 @@ def test_comparison_page_shows_the_four_verdicts_and_the_ratio_chart(tmp_path):
     _check_links_and_images(out)
 
 
+def test_ratio_chart_labels_are_short_and_unique():
+    """Mixed benchmarks: each loses the parameters its own cases share, labels stay unique."""
+    from dsbench.publish import plots
+
+    ids = [
+        "train_step[dtype=float32,engine=dsbench,grad_accum=2,model=mlp,stage=1]",
+        "train_step[dtype=float32,engine=dsbench,grad_accum=2,model=mlp,stage=2]",
+        "train_step[dtype=float32,engine=deepspeed,grad_accum=2,model=mlp,stage=1]",
+        "adamw[impl=torch,params=100000]",
+    ]
+    labels = plots.case_labels(ids)
+    assert labels == [
+        "train_step[engine=dsbench,stage=1]",
+        "train_step[engine=dsbench,stage=2]",
+        "train_step[engine=deepspeed,stage=1]",
+        "adamw[impl=torch,params=100000]",
+    ]
+    assert plots.case_labels(ids[:2]) == plots.short_labels(ids[:2]) == ["stage=1", "stage=2"]
+
+
 def test_noise_calibration_decides_single_launch_runs(tmp_path):
     """A noise calibration of the machine (doc purpose "noise") gives two single-launch runs an
     interval, is named above the table, and is never a side itself."""

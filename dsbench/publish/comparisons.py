@@ -376,7 +376,7 @@ def ratio_figure(site: Site, p: Pairing, depth: int) -> Html | None:
     rows = [r for r in p.report.rows if r.comparable and finite(r.ratio) and r.ratio > 0]
     if not rows:
         return None
-    labels = plots.short_labels([r.id for r in rows])
+    labels = plots.case_labels([r.id for r in rows])
     arrow = {"higher": " ↑", "lower": " ↓"}
     cases = [
         plots.RatioCase(f"{lab}{arrow.get(str(r.direction), '')}", r.ratio, r.low, r.high, r.change)
@@ -393,7 +393,12 @@ def ratio_figure(site: Site, p: Pairing, depth: int) -> Html | None:
     ]
     if bare:
         caption.append(f" {bare} case(s) have no interval (hollow dot): see the basis column.")
-    if common:
+    if len({plots.split_id(r.id)[0] for r in rows}) > 1:
+        caption.append(
+            " Labels leave out the parameters all cases of one benchmark share (the table's "
+            "benchmark cells give each full id)."
+        )
+    elif common:
         caption.append(f" Every case is {common} with the parameters shown.")
     if left_out:
         caption.append(f" {left_out} row(s) not on both sides, failed or skipped are not drawn.")

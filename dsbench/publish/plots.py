@@ -63,6 +63,26 @@ def short_labels(ids: Sequence[str]) -> list[str]:
     return out
 
 
+def case_labels(ids: Sequence[str]) -> list[str]:
+    """Like :func:`short_labels`, and where several benchmarks are mixed, each also without the
+    parameters all cases of *its own* benchmark share: ``train_step[engine=dsbench,stage=1]``
+    beside ``adamw[params=1000000]``. Labels stay unique: cases of one benchmark differ in
+    the parameters that are kept."""
+    plain = short_labels(ids)
+    names = [split_id(i)[0] for i in ids]
+    if len(set(names)) < 2:
+        return plain
+    out = []
+    for i, (bid, name) in enumerate(zip(ids, names, strict=True)):
+        group = [j for j, n in zip(ids, names, strict=True) if n == name]
+        if len(group) < 2:
+            out.append(plain[i])
+            continue
+        kept = short_labels(group)[group.index(bid)]
+        out.append(f"{name}[{kept}]" if kept != name else name)
+    return out
+
+
 @dataclass(frozen=True)
 class Series:
     """One set of bars (or one line): a name and a value per category; bounds for error bars."""
@@ -193,7 +213,7 @@ def ratio_chart(cases: Sequence[RatioCase], path: Path, *, factor: float, title:
     lo, hi = min(bounds), max(bounds)
     span = (hi / lo) ** 0.08  # room for the "no interval" notes and the whisker caps
     ax.set_xlim(lo / span, hi * span * (1.6 if any(c.low is None for c in shown) else 1))
-    ax.set_yticks(range(n), [text(c.label, 48) for c in shown], fontsize=8)
+    ax.set_yticks(range(n), [text(c.label, 72) for c in shown], fontsize=8)
     ax.set_ylim(n - 0.5, -0.5)
     ax.set_xlabel("contender / baseline (log scale)")
     ax.xaxis.set_major_formatter("{x:.3g}")
