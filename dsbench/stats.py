@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from math import comb
+from math import exp, lgamma
 
 import numpy as np
 from scipy import stats as _st
@@ -154,7 +154,8 @@ def round_spread(rounds: Sequence[Sequence[float]]) -> tuple[float, int]:
 def min_exact_p(n: int, m: int) -> float:
     """The smallest two-sided p-value the exact Mann–Whitney test can give with n and m samples:
     complete separation, 2 / C(n+m, n)."""
-    return min(1.0, 2.0 / comb(n + m, n))
+    log_comb = lgamma(n + m + 1) - lgamma(n + 1) - lgamma(m + 1)
+    return min(1.0, 2.0 * exp(-log_comb))
 
 
 def _bootstrap_logs(rounds: list[np.ndarray], rng: np.random.Generator, b: int) -> np.ndarray:

@@ -43,6 +43,11 @@ def test_min_exact_p_is_scipys_exact_p_at_complete_separation(n, m):
     assert min_exact_p(n, m) == pytest.approx(exact, rel=1e-9)
 
 
+def test_min_exact_p_of_thousands_of_samples():
+    assert min_exact_p(1800, 1800) == 0.0  # 2 / C(3600, 1800) underflows; no OverflowError
+    assert min_exact_p(0, 5) == 1.0
+
+
 def test_centre_and_spread_of_rounds():
     rounds = [[1.0, 2.0, 3.0], [4.0], [8.0, 8.0]]  # medians 2, 4, 8: geometric mean 4
     assert centre(rounds) == pytest.approx(4.0)
