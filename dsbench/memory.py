@@ -104,12 +104,15 @@ class PeakMemory:
 
 
 def max_over(results: list[dict]) -> dict:
-    """Combine per-rank memory results: the largest peak of each kind."""
+    """Combine per-rank memory results: the largest peak of each kind (nested results, such
+    as a row's ``fresh_process``, likewise)."""
     out: dict = {}
     for r in results:
         for k, v in r.items():
             if isinstance(v, bool):
                 out[k] = out.get(k, True) and v
+            elif isinstance(v, dict):
+                out[k] = max_over([out.get(k) or {}, v])
             elif v is not None:
                 out[k] = max(out.get(k) or 0, v)
             else:

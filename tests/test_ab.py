@@ -103,9 +103,13 @@ def _launch(tmp_path, k, rows):
 
 
 def test_merged_launches_keep_each_launchs_samples(tmp_path):
+    first, second = make_row("a", [1.0, 2.0, 3.0]), make_row("a", [4.0, 4.0])
+    # a training row's memory: peaks, and the case measured alone in fresh ranks (nested)
+    first["memory"] = {"host_peak_rss_bytes": 5, "fresh_process": {"host_peak_rss_bytes": 3}}
+    second["memory"] = {"host_peak_rss_bytes": 4, "fresh_process": {"host_peak_rss_bytes": 7}}
     launches = [
-        _launch(tmp_path, 0, [make_row("a", [1.0, 2.0, 3.0]), make_row("b", [1.0, 1.0])]),
-        _launch(tmp_path, 1, [make_row("a", [4.0, 4.0]), make_row("b", [], status="failed")]),
+        _launch(tmp_path, 0, [first, make_row("b", [1.0, 1.0])]),
+        _launch(tmp_path, 1, [second, make_row("b", [], status="failed")]),
     ]
     doc = ab.merge_launches(launches, label="x", purpose="noise")
     results.validate(doc, "<merged>")
@@ -114,6 +118,7 @@ def test_merged_launches_keep_each_launchs_samples(tmp_path):
     assert a["rounds"] == [{"launch": 0, "n": 3}, {"launch": 1, "n": 2}]
     assert a["value"] == pytest.approx(centre([[1.0, 2.0, 3.0], [4.0, 4.0]]))  # sqrt(2 * 4)
     assert a["launch_values"] == [2.0, 4.0]
+    assert a["memory"] == {"host_peak_rss_bytes": 5, "fresh_process": {"host_peak_rss_bytes": 7}}
     assert b["status"] == "failed" and b["error"].startswith("launch 1: boom")
     assert [x["order"] for x in doc["launches"]] == [0, 2] and doc["purpose"] == "noise"
     assert results.row_rounds(a) == [[1.0, 2.0, 3.0], [4.0, 4.0]]
@@ -190,3 +195,16 @@ def test_power_ten_percent_slower_adamw_is_worse_two_percent_is_not(tmp_path):
     assert {d["ab"]["side"] for d in docs} == {"baseline", "contender"}
     assert all(len(d["launches"]) == 6 for d in docs)
     assert os.path.isdir(repo / ".dsbench" / "worktrees")
+
+
+def test_round_files_are_kept_when_anything_fails_after_the_rounds(capsys):
+    from dsbench.cli.ab import launch_folder
+
+    with pytest.raises(RuntimeError), launch_folder("ab") as kept:
+        (kept / "000-baseline.json").write_text("{}")
+        raise RuntimeError("merge failed")
+    assert (kept / "000-baseline.json").is_file()
+    assert f"kept in {kept}" in capsys.readouterr().err
+    with launch_folder("ab") as done:
+        (done / "000-baseline.json").write_text("{}")
+    assert not done.exists()

@@ -15,9 +15,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 from dsbench import ab, compare, results
+from dsbench.cli.compare import print_report
 from dsbench.errors import UsageError
 from dsbench.suites import SUITES, check_suite
 
@@ -108,36 +110,37 @@ def check_plan(sides: list[ab.SideEnv], args: argparse.Namespace) -> int:
     return max(counts)
 
 
-def launch_all(sides, args, progress=None) -> list[list[ab.Launch]]:
-    workdir = Path(tempfile.mkdtemp(prefix="dsbench-ab-"))
-    try:
-        return ab.run_rounds(
-            sides,
-            rounds=args.rounds,
-            suite=args.suite,
-            pattern=args.filter,
-            device=args.device,
-            workdir=workdir,
-            progress=progress or (lambda line: print(f"dsbench: {line}", file=sys.stderr)),
-        )
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-
-
-def run(args: argparse.Namespace) -> int:
-    out = check_round_arguments(args, minimum=2)
-    sides = [ab.parse_side(args.baseline), ab.parse_side(args.contender)]
-    n_cases = check_plan(sides, args)
-    print(
-        f"dsbench ab: {n_cases} case(s), {args.rounds} rounds a side, alternating "
-        f"(A B, B A, ...): {args.baseline} vs {args.contender}",
-        file=sys.stderr,
+def launch_all(sides, args, workdir: Path, progress=None) -> list[list[ab.Launch]]:
+    return ab.run_rounds(
+        sides,
+        rounds=args.rounds,
+        suite=args.suite,
+        pattern=args.filter,
+        device=args.device,
+        workdir=workdir,
+        progress=progress or (lambda line: print(f"dsbench: {line}", file=sys.stderr)),
     )
+
+
+@contextmanager
+def launch_folder(verb: str):
+    """A folder for the rounds' result files: removed once the merged files are written, kept
+    (and named) when anything fails after the rounds ran, so no measurement is lost."""
+    workdir = Path(tempfile.mkdtemp(prefix=f"dsbench-{verb}-"))
     try:
-        per_side = launch_all(sides, args)
-    except ab.LaunchFailed as exc:
-        print(f"dsbench ab: {exc}; nothing written", file=sys.stderr)
-        return 1
+        yield workdir
+    except BaseException:
+        if any(workdir.glob("*.json")):
+            print(f"dsbench {verb}: the rounds' result files are kept in {workdir}",
+                  file=sys.stderr)  # fmt: skip
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+        raise
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
+def write_sides(per_side, sides, args, out: Path) -> list[Path]:
+    """Each side's launches merged into one result file, the two files naming each other."""
     ab_id = results.new_run_id()
     docs = []
     for i, (role, side) in enumerate(zip(("baseline", "contender"), sides, strict=True)):
@@ -156,7 +159,25 @@ def run(args: argparse.Namespace) -> int:
             )
         )
     docs[0]["ab"]["other_run"], docs[1]["ab"]["other_run"] = docs[1]["run_id"], docs[0]["run_id"]
-    paths = [results.write_run(doc, root=out) for doc in docs]
+    return [results.write_run(doc, root=out) for doc in docs]
+
+
+def run(args: argparse.Namespace) -> int:
+    out = check_round_arguments(args, minimum=2)
+    sides = [ab.parse_side(args.baseline), ab.parse_side(args.contender)]
+    n_cases = check_plan(sides, args)
+    print(
+        f"dsbench ab: {n_cases} case(s), {args.rounds} rounds a side, alternating "
+        f"(A B, B A, ...): {args.baseline} vs {args.contender}",
+        file=sys.stderr,
+    )
+    try:
+        with launch_folder("ab") as workdir:
+            per_side = launch_all(sides, args, workdir)
+            paths = write_sides(per_side, sides, args, out)
+    except ab.LaunchFailed as exc:
+        print(f"dsbench ab: {exc}; nothing written", file=sys.stderr)
+        return 1
     runs = [results.read_run(p) for p in paths]
     notes = [
         f"{role}: {side.spec} — {side.description}; {run.path}"
@@ -170,16 +191,4 @@ def run(args: argparse.Namespace) -> int:
         fmt=args.format,
         notes=notes,
     )
-    note_stream = sys.stderr if args.format in ("csv", "html") else sys.stdout
-    for line in rep.notes:
-        print(line, file=note_stream)
-    print(rep.table)
-    print(rep.verdict, file=note_stream)
-    worse = compare.regressions(rep.rows)
-    if args.fail_on_regression and worse:
-        print(
-            f"dsbench: {len(worse)} regression(s): " + ", ".join(r.id for r in worse),
-            file=sys.stderr,
-        )
-        return 1
-    return 0
+    return print_report(rep, args.format, args.fail_on_regression)

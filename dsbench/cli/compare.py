@@ -63,14 +63,19 @@ def run(args: argparse.Namespace) -> int:
     rep = compare.report(
         base, cont, axes=axes, factor=args.factor, fmt=args.format, notes=notes, runs=runs
     )
+    return print_report(rep, args.format, args.fail_on_regression)
+
+
+def print_report(rep: compare.Report, fmt: str, fail_on_regression: bool) -> int:
+    """Notes, table and summary line; exit status 1 when asked to fail on a ``worse`` row."""
     # Machine-readable formats keep stdout clean; the notes go to stderr.
-    note_stream = sys.stderr if args.format in ("csv", "html") else sys.stdout
+    note_stream = sys.stderr if fmt in ("csv", "html") else sys.stdout
     for line in rep.notes:
         print(line, file=note_stream)
     print(rep.table)
     print(rep.verdict, file=note_stream)
     worse = compare.regressions(rep.rows)
-    if args.fail_on_regression and worse:
+    if fail_on_regression and worse:
         print(
             f"dsbench: {len(worse)} regression(s): " + ", ".join(r.id for r in worse),
             file=sys.stderr,

@@ -12,7 +12,13 @@ import sys
 from tabulate import tabulate
 
 from dsbench import ab, results
-from dsbench.cli.ab import add_round_arguments, check_plan, check_round_arguments, launch_all
+from dsbench.cli.ab import (
+    add_round_arguments,
+    check_plan,
+    check_round_arguments,
+    launch_all,
+    launch_folder,
+)
 from dsbench.stats import round_spread
 
 DEFAULT_ROUNDS = 8
@@ -31,12 +37,13 @@ def run(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     try:
-        (launches,) = launch_all([side], args)
+        with launch_folder("noise") as workdir:
+            (launches,) = launch_all([side], args, workdir)
+            doc = ab.merge_launches(launches, label=args.label or "noise", purpose="noise")
+            path = results.write_run(doc, root=out)
     except ab.LaunchFailed as exc:
         print(f"dsbench noise: {exc}; nothing written", file=sys.stderr)
         return 1
-    doc = ab.merge_launches(launches, label=args.label or "noise", purpose="noise")
-    path = results.write_run(doc, root=out)
     run_ = results.read_run(path)
     table = []
     for row in run_.doc["benchmarks"]:
