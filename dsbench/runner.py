@@ -245,6 +245,14 @@ def interleaved_groups(bench: Benchmark, cases: list[dict], rounds: int) -> list
     return list(groups.values())
 
 
+def _quiet_renamed_collectives() -> None:
+    """torch 2.13 renamed the tensor collectives DeepSpeed's comm layer calls (``*_single``);
+    the old names warn once per call, that is once per step."""
+    import warnings
+
+    warnings.filterwarnings("ignore", r".*is deprecated\. Please use .*_single", FutureWarning)
+
+
 def rank_worker(payload: dict, *, device: str, send: Callable) -> None:
     """Runs on every spawned rank: each case is set up and timed on all ranks together; rank 0
     sends the row (samples are the slowest rank's, memory the largest rank's).
@@ -252,12 +260,9 @@ def rank_worker(payload: dict, *, device: str, send: Callable) -> None:
     Cases of one interleaved group (see ``Benchmark.interleave``) are timed in rounds, A B then
     B A and so on, each round a fresh setup with a share of the budget; their samples are pooled
     (:func:`dsbench.timing.merge`). Memory is then the largest of the rounds' peaks."""
-    import warnings
-
     import torch.distributed as dist
 
-    # torch 2.13 renamed the tensor collectives DeepSpeed's comm layer calls; once per step each
-    warnings.filterwarnings("ignore", r".*is deprecated\. Please use .*_single", FutureWarning)
+    _quiet_renamed_collectives()
     bench = BENCHMARKS[payload["benchmark"]]
     ctx = dataclasses.replace(
         payload["ctx"], device=device, rank=dist.get_rank(), world_size=dist.get_world_size()
@@ -314,6 +319,7 @@ def memory_worker(payload: dict, *, device: str, send: Callable) -> None:
     nothing else in the process, and what the case added to the process as it started."""
     import torch.distributed as dist
 
+    _quiet_renamed_collectives()
     bench = BENCHMARKS[payload["benchmark"]]
     ctx = dataclasses.replace(
         payload["ctx"], device=device, rank=dist.get_rank(), world_size=dist.get_world_size()
