@@ -12,6 +12,8 @@ global norm come out that many times larger; dsbench's engine divides in ``backw
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from dsbench.errors import UsageError, choices_message
@@ -34,13 +36,18 @@ def zero_settings(
     opt, z = cfg.optimizer, cfg.zero_optimization
     if opt is None:
         raise UsageError("ds_config has no Adam/AdamW 'optimizer': dsbench's engine needs one")
-    sched = cfg.scheduler
+    sched, betas = cfg.scheduler, tuple(opt.betas)
     return ZeroSettings(
         stage=z.stage,
         grad_accum=cfg.batch.gradient_accumulation_steps,
         lr=opt.lr,
-        lr_at=sched.lr_for_step if sched is not None else None,
-        betas=tuple(opt.betas),
+        lr_at=functools.partial(sched.lr_for_step, base_lr=opt.lr) if sched else None,
+        betas=betas,
+        betas_at=(
+            functools.partial(sched.betas_for_step, base_betas=betas)
+            if sched and sched.changes_betas
+            else None
+        ),
         eps=opt.eps,
         weight_decay=opt.weight_decay,
         adamw_mode=opt.decoupled_weight_decay,

@@ -22,6 +22,7 @@ DeepSpeed is well defined, and is stricter where DeepSpeed lets mistakes through
   accepts them, and :meth:`DSConfig.to_deepspeed_dict` hands them to ``deepspeed.initialize``).
 * Hugging Face Trainer configs write ``"auto"`` for values the Trainer fills in. We need a value
   for each: from the batch arguments, or ``auto_values``; otherwise one error lists them all.
+* schedulers: DeepSpeed's five (:mod:`dsbench.zero.schedulers`).
 
 Every error is a :class:`ConfigError` (a :class:`~dsbench.errors.UsageError`): one line, naming
 the field, so the CLI prints it and exits 2.
@@ -31,7 +32,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import difflib
 import json
 import math
 import sys
@@ -40,8 +40,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from dsbench.errors import UsageError
+from dsbench.zero.fields import (
+    ConfigError,
+    _as_float,
+    _as_int,
+    _closest,
+    _kind,
+    _Section,
+    _show,
+)
 from dsbench.zero.loss_scaler import DynamicLossScaler, StaticLossScaler
+from dsbench.zero.schedulers import SCHEDULERS, SchedulerConfig, WarmupLRConfig
 
 __all__ = [
     "BF16Config",
@@ -57,104 +66,6 @@ __all__ = [
 
 AUTO = "auto"
 _MISSING = object()
-
-
-class ConfigError(UsageError):
-    """A ds_config that cannot be used: one line, naming the field."""
-
-    def __init__(self, message: str):
-        super().__init__(f"ds_config: {message}")
-
-
-# --------------------------------------------------------------------------------------------
-# Value checks shared by every section
-# --------------------------------------------------------------------------------------------
-
-
-def _show(value: Any) -> str:
-    """A value as the user wrote it in JSON, shortened."""
-    try:
-        text = json.dumps(value)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list | tuple):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
-    if value is None:
-        return "null"
-    return "a number"
-
-
-def _as_bool(path: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise ConfigError(f"{path} must be true or false, got {_show(value)} ({_kind(value)})")
-    return value
-
-
-def _as_float(path: str, value: Any, minimum: float | None = 0.0) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(f"{path} must be a number, got {_show(value)} ({_kind(value)})")
-    if not math.isfinite(value):
-        raise ConfigError(f"{path} must be finite, got {value}")
-    if minimum is not None and value < minimum:
-        bound = "must not be negative" if minimum == 0 else f"must be ≥ {minimum:g}"
-        raise ConfigError(f"{path} {bound}, got {value:g}")
-    return float(value)
-
-
-def _as_int(path: str, value: Any, minimum: int | None = 0) -> int:
-    """An integer; whole floats such as 5e8 are accepted, as DeepSpeed's pydantic models do."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(f"{path} must be an integer, got {_show(value)} ({_kind(value)})")
-    if isinstance(value, float):
-        if not value.is_integer():
-            raise ConfigError(f"{path} must be a whole number, got {value:g}")
-        value = int(value)
-    if minimum is not None and value < minimum:
-        bound = "must not be negative" if minimum == 0 else f"must be ≥ {minimum}"
-        raise ConfigError(f"{path} {bound}, got {value}")
-    return value
-
-
-class _Section:
-    """Base of the section dataclasses: checks every bool/int/float field in ``__post_init__``.
-
-    ``_PATH`` is the section's place in the ds_config (for messages); ``_MIN`` gives lower
-    bounds per field (default 0: no ds_config number may be negative). Fields typed ``X | None``
-    may be None.
-    """
-
-    __slots__ = ()
-    _PATH: ClassVar[str] = ""
-    _MIN: ClassVar[Mapping[str, float]] = {}
-
-    def _path(self, name: str) -> str:
-        return f"{self._PATH}.{name}" if self._PATH else name
-
-    def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):  # type: ignore[arg-type]
-            kind = str(f.type)
-            value = getattr(self, f.name)
-            if kind.endswith(" | None"):
-                if value is None:
-                    continue
-                kind = kind.removesuffix(" | None")
-            minimum = self._MIN.get(f.name, 0)
-            if kind == "bool":
-                setattr(self, f.name, _as_bool(self._path(f.name), value))
-            elif kind == "int":
-                setattr(self, f.name, _as_int(self._path(f.name), value, int(minimum)))
-            elif kind == "float":
-                setattr(self, f.name, _as_float(self._path(f.name), value, minimum))
 
 
 # --------------------------------------------------------------------------------------------
@@ -248,62 +159,6 @@ class OptimizerConfig(_Section):
     def decoupled_weight_decay(self) -> bool:
         """True: AdamW (p -= lr·wd·p); False: L2 (g += wd·p), as DeepSpeed decides."""
         return self.type == "adamw" or self.adam_w_mode
-
-
-@dataclass(kw_only=True, slots=True)
-class WarmupLRConfig(_Section):
-    """``scheduler`` of type WarmupLR (``deepspeed/runtime/lr_schedules.py``).
-
-    From ``warmup_min_lr`` to ``warmup_max_lr`` over ``warmup_num_steps`` scheduler steps, then
-    constant. DeepSpeed's engine builds the scheduler (setting ``lr_at(-1)``) and calls its
-    ``step()`` after every *applied* optimizer step (not after an fp16 overflow skip), so the
-    k-th applied optimizer step (k = 0, 1, ...) runs with ``lr_at(k - 1)``.
-    """
-
-    warmup_min_lr: float = 0.0
-    """Learning rate at the start of warm-up."""
-    warmup_max_lr: float = 1e-3
-    """Learning rate after warm-up; load_config defaults it to the optimizer's lr, as DeepSpeed
-    takes the optimizer's param-group lr."""
-    warmup_num_steps: int = 1000
-    """Warm-up length in scheduler steps; DeepSpeed uses max(2, warmup_num_steps)."""
-    warmup_type: str = "log"
-    """'log' (DeepSpeed's default): gamma = ln(step + 1) / ln(n); 'linear': gamma = step / n."""
-    last_batch_iteration: int = -1
-    """Scheduler step to start from (a WarmupLR argument; -1 = fresh)."""
-
-    _PATH: ClassVar[str] = "scheduler.params"
-    _MIN: ClassVar[Mapping[str, float]] = {"last_batch_iteration": -1}
-
-    def __post_init__(self) -> None:
-        _Section.__post_init__(self)
-        if self.warmup_type not in ("log", "linear"):
-            raise ConfigError(
-                f"scheduler.params.warmup_type must be 'log' or 'linear', "
-                f"got {_show(self.warmup_type)}"
-            )
-
-    def lr_at(self, step: int) -> float:
-        """WarmupLR's ``get_lr()`` with ``last_batch_iteration = step``.
-
-        With n = max(2, warmup_num_steps): step < 0 → min; step < n → min + (max − min)·gamma,
-        gamma = ln(step + 1)/ln(n) ('log') or step/n ('linear'); else max.
-        """
-        low, high = self.warmup_min_lr, self.warmup_max_lr
-        if step < 0:
-            return low
-        n = max(2, self.warmup_num_steps)
-        if step >= n:
-            return high
-        gamma = math.log(step + 1) / math.log(n) if self.warmup_type == "log" else step / n
-        return low + (high - low) * gamma
-
-    def lr_for_step(self, t: int) -> float:
-        """The learning rate of the t-th applied optimizer step (0-based) under DeepSpeed's
-        engine, which steps the scheduler after each applied step: ``lr_at(t - 1)`` for a fresh
-        scheduler (checked against DeepSpeed 0.18.4 on CPU), ``lr_at(last_batch_iteration + t)``
-        in general."""
-        return self.lr_at(self.last_batch_iteration + t)
 
 
 @dataclass(kw_only=True, slots=True)
@@ -580,7 +435,15 @@ _BF16_NOT_IMPLEMENTED = {
 }
 
 # Adam/AdamW params: those DeepSpeed's FusedAdam takes, and those only torch's Adam/AdamW take.
-_ADAM_PARAMS = ("lr", "betas", "eps", "weight_decay", "torch_adam", "adam_w_mode", "amsgrad")
+_ADAM_PARAMS = (
+    "lr",
+    "betas",
+    "eps",
+    "weight_decay",
+    "torch_adam",
+    "adam_w_mode",
+    "amsgrad",
+)
 _FUSED_ONLY_PARAMS = {"bias_correction": _never, "set_grad_none": _never}
 _TORCH_ONLY_PARAMS = {
     "maximize": _truthy,
@@ -603,8 +466,11 @@ _DS_OTHER_OPTIMIZERS = (
     "lion",
     "muon",
 )
-_DS_SCHEDULERS = ("LRRangeTest", "OneCycle", "WarmupLR", "WarmupDecayLR", "WarmupCosineLR")
-_BATCH_KEYS = ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps")
+_BATCH_KEYS = (
+    "train_batch_size",
+    "train_micro_batch_size_per_gpu",
+    "gradient_accumulation_steps",
+)
 
 
 def _describe(path: str, value: Any) -> str:
@@ -615,11 +481,6 @@ def _describe(path: str, value: Any) -> str:
                 return f"{path}.{switch}={_show(value[switch])}"
         return path
     return f"{path}={_show(value)}"
-
-
-def _closest(name: str, valid: list[str] | tuple[str, ...]) -> str:
-    close = difflib.get_close_matches(name, valid, n=1, cutoff=0.6)
-    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 class _Reader:
@@ -690,8 +551,9 @@ class DSConfig(_Section):
     optimizer: OptimizerConfig | None = None
     """Adam/AdamW settings; None when the config has no ``optimizer`` (the caller supplies
     one, as with DeepSpeed) or names one dsbench's engine does not implement."""
-    scheduler: WarmupLRConfig | None = None
-    """WarmupLR settings; None when there is no ``scheduler`` or it is not WarmupLR."""
+    scheduler: SchedulerConfig | None = None
+    """One of DeepSpeed's five schedulers (:mod:`dsbench.zero.schedulers`); None when there is
+    no ``scheduler`` or it names a ``torch.optim.lr_scheduler`` class (DeepSpeed engine only)."""
     gradient_clipping: float = 0.0
     """Clip gradients to this global L2 norm; 0 = off (DeepSpeed's default)."""
     fp16: FP16Config = field(default_factory=FP16Config)
@@ -810,7 +672,11 @@ def _resolve_batch(
     if train is not None and micro is not None and accum is not None:
         pass
     elif train is not None and micro is not None:
-        accum = exact(train, "train_batch_size", [("train_micro_batch_size_per_gpu", micro), world])
+        accum = exact(
+            train,
+            "train_batch_size",
+            [("train_micro_batch_size_per_gpu", micro), world],
+        )
     elif train is not None and accum is not None:
         micro = exact(train, "train_batch_size", [("gradient_accumulation_steps", accum), world])
     elif micro is not None and accum is not None:
@@ -1074,7 +940,7 @@ def _read_optimizer(reader: _Reader, raw: dict) -> OptimizerConfig | None:
 
 def _read_scheduler(
     reader: _Reader, raw: dict, optimizer: OptimizerConfig | None
-) -> WarmupLRConfig | None:
+) -> SchedulerConfig | None:
     if raw.get("scheduler") is None:
         return None
     section = reader.section(raw, "scheduler")
@@ -1085,22 +951,23 @@ def _read_scheduler(
     params = section.get("params") or {}
     if not isinstance(params, dict):
         raise ConfigError(f"scheduler.params must be an object {{...}}, got {_show(params)}")
-    if name != "WarmupLR":
+    cls = SCHEDULERS.get(name)
+    if cls is None:
         import torch.optim.lr_scheduler
 
-        if name in _DS_SCHEDULERS or hasattr(torch.optim.lr_scheduler, name):
+        if hasattr(torch.optim.lr_scheduler, name):
             reader.unsupported.append(f"scheduler.type={_show(name)}")
             return None
         raise ConfigError(
-            f"unknown scheduler.type {_show(name)}{_closest(name, list(_DS_SCHEDULERS))}; "
-            "DeepSpeed knows " + ", ".join(_DS_SCHEDULERS) + " and torch.optim.lr_scheduler "
+            f"unknown scheduler.type {_show(name)}{_closest(name, list(SCHEDULERS))}; "
+            "DeepSpeed knows " + ", ".join(SCHEDULERS) + " and torch.optim.lr_scheduler "
             "classes (names are case-sensitive)"
         )
-    names = tuple(f.name for f in dataclasses.fields(WarmupLRConfig))
+    names = tuple(f.name for f in dataclasses.fields(cls))
     reader.keys(params, "scheduler.params", names, {})
     kwargs: dict[str, Any] = {}
     for key in names:
         reader.take(params, "scheduler.params", key, kwargs)
-    if "warmup_max_lr" not in kwargs and optimizer is not None:
-        kwargs["warmup_max_lr"] = optimizer.lr
-    return WarmupLRConfig(**kwargs)
+    if cls is WarmupLRConfig and kwargs.get("warmup_max_lr") is None and optimizer is not None:
+        kwargs["warmup_max_lr"] = optimizer.lr  # DeepSpeed: the optimizer's param-group lr
+    return cls(**kwargs)

@@ -60,8 +60,12 @@ class ZeroSettings:
     """Micro-steps per optimizer step; the loss is divided by it in ``backward``."""
     lr: float = 1e-3
     lr_at: Callable[[int], float] | None = None
-    """Learning rate for optimizer step t (0-based), e.g. WarmupLR; None: constant ``lr``."""
+    """Learning rate for applied optimizer step t (0-based), from one of DeepSpeed's schedulers
+    (:mod:`dsbench.zero.schedulers`); None: constant ``lr``."""
     betas: tuple[float, float] = (0.9, 0.999)
+    betas_at: Callable[[int], tuple[float, float]] | None = None
+    """Adam's (β1, β2) for applied step t where the schedule sets them (OneCycle's momentum
+    cycle); None: constant ``betas``."""
     eps: float = 1e-8
     weight_decay: float = 0.0
     adamw_mode: bool = True
@@ -527,6 +531,7 @@ class ZeroEngine:
                 if coef < 1.0:
                     for b in owned:
                         b.grad.mul_(coef)
+            beta1, beta2 = s.betas_at(self.global_steps) if s.betas_at else s.betas
             self._adamw(
                 [b.master for b in owned],
                 [b.grad for b in owned],
@@ -534,8 +539,8 @@ class ZeroEngine:
                 [b.exp_avg_sq for b in owned],
                 self._steps,
                 lr=self.get_lr(),
-                beta1=s.betas[0],
-                beta2=s.betas[1],
+                beta1=beta1,
+                beta2=beta2,
                 eps=s.eps,
                 weight_decay=s.weight_decay,
                 adamw_mode=s.adamw_mode,
