@@ -91,7 +91,7 @@ def test_seed_001_refused_where_the_batch_does_not_divide():
     message = error_of(CONFIGS / "seed_001_zero2_ds_config.json", world_size=3)
     assert message == (
         "ds_config: train_batch_size 16 is not divisible by gradient_accumulation_steps 2 × "
-        "world size 3 (= 6)"
+        "world size 3 (= 6); give --train-batch 18 to run on 3 ranks"
     )
 
 
@@ -179,11 +179,12 @@ def test_batch_arithmetic_that_does_not_add_up_shows_the_numbers():
     }
     assert error_of(cfg, world_size=1) == (
         "ds_config: train_batch_size 16 != train_micro_batch_size_per_gpu 4 × "
-        "gradient_accumulation_steps 2 × world size 1 (= 8)"
+        "gradient_accumulation_steps 2 × world size 1 (= 8); give --train-batch 8 "
+        "(or --grad-accum 4, --micro-batch 8) to run on 1 rank"
     )
     assert error_of({"train_batch_size": 16, "train_micro_batch_size_per_gpu": 3}) == (
         "ds_config: train_batch_size 16 is not divisible by train_micro_batch_size_per_gpu 3 × "
-        "world size 1 (= 3)"
+        "world size 1 (= 3); give --train-batch 15 to run on 1 rank"
     )
 
 
@@ -195,17 +196,85 @@ def test_no_batch_size_is_an_error(cfg):
     )
 
 
-def test_batch_sizes_from_the_command_line_fill_in_and_must_agree():
+def test_batch_sizes_from_the_command_line_fill_in():
     assert load({"gradient_accumulation_steps": 2}, 2, micro_batch=4).batch.train_batch_size == 16
     assert load({}, 2, train_batch=16, grad_accum=2).batch.train_micro_batch_size_per_gpu == 4
-    assert load(base(), 1, train_batch=8).batch.train_batch_size == 8  # agreeing is fine
-    assert error_of(base(), micro_batch=4, grad_accum=1) == (
-        "ds_config: train_batch_size 8 != train_micro_batch_size_per_gpu 4 × "
-        "gradient_accumulation_steps 1 × world size 1 (= 4)"
+    agreeing = load(base(), 1, train_batch=8)
+    assert agreeing.batch.train_batch_size == 8 and agreeing.notes == ()  # nothing changed
+
+
+def _sizes(cfg: DSConfig) -> tuple[int, int, int]:
+    b = cfg.batch
+    return b.train_batch_size, b.train_micro_batch_size_per_gpu, b.gradient_accumulation_steps
+
+
+# A config written for 8 ranks: 128 = micro-batch 4 × accumulation 4 × 8.
+FOR_8 = {
+    "train_batch_size": 128,
+    "train_micro_batch_size_per_gpu": 4,
+    "gradient_accumulation_steps": 4,
+}
+
+
+@pytest.mark.parametrize(
+    ("args", "sizes", "note"),
+    [
+        # --train-batch: accumulation re-derived (the micro-batch, sized for memory, is kept)
+        ({"train_batch": 32}, (32, 4, 4), "train_batch_size 128 → 32 (--train-batch)"),
+        (
+            {"train_batch": 64},
+            (64, 4, 8),
+            "train_batch_size 128 → 64 (--train-batch), gradient_accumulation_steps 4 → 8",
+        ),
+        # --grad-accum: train_batch_size kept where it fits
+        ({"grad_accum": 16}, (128, 4, 16), "gradient_accumulation_steps 4 → 16 (--grad-accum)"),
+        # --micro-batch: the config's accumulation kept, train_batch_size re-derived
+        (
+            {"micro_batch": 2},
+            (16, 2, 4),
+            "train_batch_size 128 → 16, train_micro_batch_size_per_gpu 4 → 2 (--micro-batch)",
+        ),
+        # all three: taken as given
+        (
+            {"train_batch": 12, "micro_batch": 3, "grad_accum": 2},
+            (12, 3, 2),
+            "train_batch_size 128 → 12 (--train-batch), train_micro_batch_size_per_gpu 4 → 3 "
+            "(--micro-batch), gradient_accumulation_steps 4 → 2 (--grad-accum)",
+        ),
+    ],
+)
+def test_command_line_batch_sizes_override_the_config_with_one_notice(args, sizes, note):
+    cfg = load(FOR_8, 2, **args)
+    assert _sizes(cfg) == sizes
+    assert cfg.notes == ("the command line changes the ds_config's batch sizes: " + note,)
+    ds = cfg.to_deepspeed_dict()  # DeepSpeed gets the effective sizes
+    assert (
+        ds["train_batch_size"],
+        ds["train_micro_batch_size_per_gpu"],
+        ds["gradient_accumulation_steps"],
+    ) == sizes
+    assert load(ds, 2) == cfg and load(ds, 2).notes == ()  # and loads them unchanged
+
+
+def test_config_that_does_not_fit_the_world_size_names_the_flag_that_would():
+    assert error_of(FOR_8, 2) == (
+        "ds_config: train_batch_size 128 != train_micro_batch_size_per_gpu 4 × "
+        "gradient_accumulation_steps 4 × world size 2 (= 32); give --train-batch 32 "
+        "(or --grad-accum 16, --micro-batch 16) to run on 2 ranks"
     )
-    assert error_of({"train_micro_batch_size_per_gpu": 4}, micro_batch=8) == (
-        "ds_config: train_micro_batch_size_per_gpu is 4 but the command line asks for 8"
+    for flag in ({"train_batch": 32}, {"grad_accum": 16}, {"micro_batch": 16}):
+        load(FOR_8, 2, **flag)  # each named flag does fit
+    # a command-line value that cannot fit either: the value that would replace it
+    assert error_of(FOR_8, 3, train_batch=100) == (
+        "ds_config: train_batch_size 100 != train_micro_batch_size_per_gpu 4 × "
+        "gradient_accumulation_steps 4 × world size 3 (= 48); give --train-batch 48 "
+        "to run on 3 ranks"
     )
+    assert error_of({"train_batch_size": 100, "gradient_accumulation_steps": 3}, 2) == (
+        "ds_config: train_batch_size 100 is not divisible by gradient_accumulation_steps 3 × "
+        "world size 2 (= 6); give --train-batch 102 to run on 2 ranks"
+    )
+    load({"train_batch_size": 100, "gradient_accumulation_steps": 3}, 2, train_batch=102)
 
 
 @pytest.mark.parametrize(
@@ -690,25 +759,95 @@ def test_gradient_clipping_and_harmless_top_level_fields():
 # --- "auto" (Hugging Face Trainer) ----------------------------------------------------------
 
 
-def test_auto_placeholders_listed_in_one_line():
-    assert error_of(CONFIGS / "hf_zero2_auto.json", world_size=2) == (
-        'ds_config: "auto" (a Hugging Face Trainer placeholder) needs a value for fp16.enabled, '
-        "bf16.enabled, optimizer.params.lr, optimizer.params.betas, optimizer.params.eps, "
-        "optimizer.params.weight_decay, scheduler.params.warmup_min_lr, "
-        "scheduler.params.warmup_max_lr, scheduler.params.warmup_num_steps, "
-        "gradient_accumulation_steps, gradient_clipping, train_batch_size, "
-        "train_micro_batch_size_per_gpu; write values into the config or give the batch sizes "
-        "on the command line"
+def test_auto_filled_as_the_hugging_face_trainer_would():
+    """Every "auto" of the Trainer's ZeRO-2 test config, from the Trainer's defaults; the filled
+    values are one line, and DeepSpeed gets the same values."""
+    path = CONFIGS / "hf_zero2_auto_no_offload.json"
+    cfg = load(path, 2)
+    assert _sizes(cfg) == (16, 8, 1)  # micro-batch 8, accumulation 1, × 2 ranks
+    opt, sched = cfg.optimizer, cfg.scheduler
+    assert (opt.lr, opt.betas, opt.eps, opt.weight_decay) == (5e-5, (0.9, 0.999), 1e-8, 0.0)
+    assert (sched.warmup_min_lr, sched.warmup_max_lr, sched.warmup_num_steps) == (0, 5e-5, 0)
+    assert (cfg.gradient_clipping, cfg.precision) == (1.0, "fp32")
+    assert cfg.notes == (
+        '"auto" filled as the Hugging Face Trainer would (command line first): '
+        "bf16.enabled=false, optimizer.params.lr=5e-05, optimizer.params.betas=[0.9, 0.999], "
+        "optimizer.params.eps=1e-08, optimizer.params.weight_decay=0.0, "
+        "scheduler.params.warmup_min_lr=0, scheduler.params.warmup_max_lr=5e-05, "
+        "scheduler.params.warmup_num_steps=0, gradient_accumulation_steps=1, "
+        "gradient_clipping=1.0, train_batch_size=16, train_micro_batch_size_per_gpu=8",
+    )
+    ds = cfg.to_deepspeed_dict()
+    assert "auto" not in json.dumps(ds)
+    assert load(ds, 2) == cfg
+
+
+def test_auto_command_line_values_win():
+    path = CONFIGS / "hf_zero2_auto_no_offload.json"
+    cfg = load(path, 2, micro_batch=4, grad_accum=3)
+    assert _sizes(cfg) == (24, 4, 3)
+    assert (
+        "gradient_accumulation_steps=3 (--grad-accum), gradient_clipping=1.0, "
+        "train_batch_size=24, train_micro_batch_size_per_gpu=4 (--micro-batch)"
+    ) in cfg.notes[0]
+    # --train-batch with "auto" sizes: the micro-batch stays the Trainer's 8, accumulation fits
+    assert _sizes(load(path, 2, train_batch=64)) == (64, 8, 4)
+    # a number in the config outranks "auto": the "auto" accumulation is derived around it
+    assert _sizes(load({"train_batch_size": 64, "gradient_accumulation_steps": "auto"}, 2)) == (
+        64,
+        32,
+        1,
+    )
+    micro_auto = {"train_batch_size": 64, "train_micro_batch_size_per_gpu": "auto"}
+    assert _sizes(load(micro_auto, 2)) == (64, 8, 4)
+    # explicit auto_values come before the Trainer's defaults
+    cfg = load(path, 2, auto_values={"optimizer.params.lr": 1e-4})
+    assert cfg.optimizer.lr == cfg.scheduler.warmup_max_lr == 1e-4
+
+
+def test_auto_that_needs_the_run_or_the_model():
+    """total_num_steps is the run's steps; ZeRO bucket sizes follow the model's hidden size
+    (the Trainer's hidden², 0.9·hidden², 10·hidden); the optimizer's lr feeds warmup_max_lr."""
+    config = {
+        "train_micro_batch_size_per_gpu": 2,
+        "optimizer": {"type": "AdamW", "params": {"lr": 3e-4}},
+        "scheduler": {
+            "type": "WarmupDecayLR",
+            "params": {"total_num_steps": "auto", "warmup_max_lr": "auto"},
+        },
+        "zero_optimization": {
+            "stage": 3,
+            "reduce_bucket_size": "auto",
+            "stage3_prefetch_bucket_size": "auto",
+            "stage3_param_persistence_threshold": "auto",
+        },
+    }
+    assert error_of(config, 2) == (
+        'ds_config: "auto" (a Hugging Face Trainer placeholder) has no value dsbench can fill '
+        "for scheduler.params.total_num_steps (the run's steps), "
+        "zero_optimization.reduce_bucket_size (the model's hidden size), "
+        "zero_optimization.stage3_prefetch_bucket_size (the model's hidden size), "
+        "zero_optimization.stage3_param_persistence_threshold (the model's hidden size); "
+        "write values into the config"
+    )
+    cfg = load(config, 2, steps=60, hidden_size=128)
+    assert (cfg.scheduler.total_num_steps, cfg.scheduler.warmup_max_lr) == (60, 3e-4)
+    z = cfg.zero_optimization
+    assert (
+        z.reduce_bucket_size,
+        z.stage3_prefetch_bucket_size,
+        z.stage3_param_persistence_threshold,
+    ) == (16384, 14745, 1280)
+    assert error_of({"train_batch_size": 2, "zero_optimization": {"stage": "auto"}}) == (
+        'ds_config: "auto" (a Hugging Face Trainer placeholder) has no value dsbench can fill '
+        "for zero_optimization.stage; write values into the config"
     )
 
 
-def test_auto_batch_sizes_come_from_the_command_line():
-    """With a micro-batch given, the batch "auto"s resolve; the others are still listed."""
-    message = error_of(CONFIGS / "hf_zero2_auto.json", world_size=2, micro_batch=8)
-    assert "train_batch_size" not in message and "gradient_accumulation_steps" not in message
-    assert "optimizer.params.lr" in message and not message.endswith("command line")
+def test_auto_batch_sizes_and_the_command_line():
     cfg = load(CONFIGS / "dse_autotuning_z2.json", world_size=2, micro_batch=8)
-    assert (cfg.batch.train_batch_size, cfg.batch.gradient_accumulation_steps) == (16, 1)
+    assert _sizes(cfg) == (16, 8, 1)
+    assert load(CONFIGS / "dse_autotuning_z2.json", world_size=2).batch.train_batch_size == 16
 
 
 def test_auto_values_filled_hf_zero2_loads():

@@ -7,10 +7,10 @@ DeepSpeed is well defined, and is stricter where DeepSpeed lets mistakes through
 
 * batch sizes: ``train_batch_size = train_micro_batch_size_per_gpu × gradient_accumulation_steps
   × world_size``; a missing one is derived as DeepSpeed's ``_set_batch_related_parameters``
-  does (only ``train_batch_size`` or only the micro-batch: accumulation 1). Batch sizes may come
-  from the command line when the config has none (or has ``"auto"``); a value given both ways
-  must agree. Where DeepSpeed floor-divides and then fails its assertion, we say which division
-  does not come out even.
+  does (only ``train_batch_size`` or only the micro-batch: accumulation 1). The command line's
+  batch sizes override the config's, which are re-derived around them
+  (:mod:`dsbench.zero.batch`). Where DeepSpeed floor-divides and then fails its assertion, we
+  say which division does not come out even, and which command-line flag would fit.
 * fp16 and bf16 both enabled is an error (DeepSpeed only ``assert``-s it, gone under ``-O``).
 * inside a section, an unknown key is an error with the closest valid name (DeepSpeed's pydantic
   models forbid extras too); unknown top-level keys get one warning (DeepSpeed ignores them).
@@ -20,8 +20,9 @@ DeepSpeed is well defined, and is stricter where DeepSpeed lets mistakes through
   in :attr:`DSConfig.ignored_keys` (one warning), ones that change what is computed or where it
   lives in :attr:`DSConfig.unsupported` (dsbench's engine refuses them; ``for_engine="deepspeed"``
   accepts them, and :meth:`DSConfig.to_deepspeed_dict` hands them to ``deepspeed.initialize``).
-* Hugging Face Trainer configs write ``"auto"`` for values the Trainer fills in. We need a value
-  for each: from the batch arguments, or ``auto_values``; otherwise one error lists them all.
+* Hugging Face Trainer configs write ``"auto"`` for values the Trainer fills in. We fill each as
+  the Trainer would from its defaults (:mod:`dsbench.zero.hf_auto`), the command line first;
+  one error lists those it has no default for.
 * schedulers: DeepSpeed's five (:mod:`dsbench.zero.schedulers`).
 
 Every error is a :class:`ConfigError` (a :class:`~dsbench.errors.UsageError`): one line, naming
@@ -33,13 +34,14 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
-import math
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+from dsbench.zero import hf_auto
+from dsbench.zero.batch import resolve as resolve_batch
 from dsbench.zero.fields import (
     ConfigError,
     _as_float,
@@ -64,8 +66,7 @@ __all__ = [
     "load_config",
 ]
 
-AUTO = "auto"
-_MISSING = object()
+AUTO = hf_auto.AUTO
 
 
 # --------------------------------------------------------------------------------------------
@@ -435,15 +436,7 @@ _BF16_NOT_IMPLEMENTED = {
 }
 
 # Adam/AdamW params: those DeepSpeed's FusedAdam takes, and those only torch's Adam/AdamW take.
-_ADAM_PARAMS = (
-    "lr",
-    "betas",
-    "eps",
-    "weight_decay",
-    "torch_adam",
-    "adam_w_mode",
-    "amsgrad",
-)
+_ADAM_PARAMS = ("lr", "betas", "eps", "weight_decay", "torch_adam", "adam_w_mode", "amsgrad")
 _FUSED_ONLY_PARAMS = {"bias_correction": _never, "set_grad_none": _never}
 _TORCH_ONLY_PARAMS = {
     "maximize": _truthy,
@@ -466,11 +459,7 @@ _DS_OTHER_OPTIMIZERS = (
     "lion",
     "muon",
 )
-_BATCH_KEYS = (
-    "train_batch_size",
-    "train_micro_batch_size_per_gpu",
-    "gradient_accumulation_steps",
-)
+_BATCH_KEYS = ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps")
 
 
 def _describe(path: str, value: Any) -> str:
@@ -486,10 +475,8 @@ def _describe(path: str, value: Any) -> str:
 class _Reader:
     """One pass over the raw dict: unknown keys, "auto" placeholders, keys dsbench ignores."""
 
-    def __init__(self, auto_values: Mapping[str, Any]):
-        self.auto_values = dict(auto_values)
-        self.autos: list[str] = []  # "auto" with no value: reported together
-        self.filled: dict[str, Any] = {}  # "auto" replaced from auto_values
+    def __init__(self):
+        self.autos: list[str] = []  # "auto" left for the batch resolution (batch sizes only)
         self.ignored: list[str] = []
         self.unsupported: list[str] = []
 
@@ -524,16 +511,14 @@ class _Reader:
                 self.ignored.append(f"{path}.{key}")
 
     def take(self, section: Mapping, path: str, key: str, out: dict, name: str | None = None):
-        """Copy ``section[key]`` into ``out[name]``, resolving "auto"; absent keys stay absent."""
+        """Copy ``section[key]`` into ``out[name]``; absent keys and "auto" stay absent ("auto"
+        is noted in ``autos``: only the batch sizes' are still there, see load_config)."""
         if key not in section:
             return
         value = section[key]
-        full = f"{path}.{key}" if path else key
         if isinstance(value, str) and value == AUTO:
-            if full not in self.auto_values:
-                self.autos.append(full)
-                return
-            value = self.filled[full] = self.auto_values[full]
+            self.autos.append(f"{path}.{key}" if path else key)
+            return
         out[name or key] = value
 
 
@@ -572,6 +557,8 @@ class DSConfig(_Section):
     """DeepSpeed settings (``path=value``) dsbench's engine refuses; DeepSpeed runs them."""
     unknown_keys: tuple[str, ...] = ()
     """Top-level keys DeepSpeed does not know (it ignores them; so do we, with a warning)."""
+    notes: tuple[str, ...] = field(default=(), compare=False)
+    """One line each: what the command line changed in the batch sizes, what "auto" became."""
     raw: dict = field(default_factory=dict, compare=False, repr=False)
     """The ds_config dict with batch sizes resolved and "auto" values filled in."""
 
@@ -641,57 +628,6 @@ def _read_source(source: str | Path | Mapping) -> dict:
     return data
 
 
-def _resolve_batch(
-    config: dict[str, int],
-    args: dict[str, int | None],
-    world_size: int,
-) -> tuple[int, int, int] | None:
-    """DeepSpeed's ``_set_batch_related_parameters``, with exact divisions; None if no size."""
-    values: dict[str, int] = {}
-    for key in _BATCH_KEYS:
-        mine, given = config.get(key), args.get(key)
-        if given is not None:
-            given = _as_int(f"the requested {key}", given, 1)
-            if mine is not None and mine != given:
-                raise ConfigError(f"{key} is {mine} but the command line asks for {given}")
-            mine = given
-        if mine is not None:
-            values[key] = mine
-    train = values.get("train_batch_size")
-    micro = values.get("train_micro_batch_size_per_gpu")
-    accum = values.get("gradient_accumulation_steps")
-
-    def exact(total: int, what: str, parts: list[tuple[str, int]]) -> int:
-        divisor = math.prod(n for _, n in parts)
-        names = " × ".join(f"{name} {n}" for name, n in parts)
-        if total % divisor:
-            raise ConfigError(f"{what} {total} is not divisible by {names} (= {divisor})")
-        return total // divisor
-
-    world = ("world size", world_size)
-    if train is not None and micro is not None and accum is not None:
-        pass
-    elif train is not None and micro is not None:
-        accum = exact(
-            train,
-            "train_batch_size",
-            [("train_micro_batch_size_per_gpu", micro), world],
-        )
-    elif train is not None and accum is not None:
-        micro = exact(train, "train_batch_size", [("gradient_accumulation_steps", accum), world])
-    elif micro is not None and accum is not None:
-        train = micro * accum * world_size
-    elif train is not None:
-        accum = 1
-        micro = exact(train, "train_batch_size", [world])
-    elif micro is not None:
-        accum = 1
-        train = micro * world_size
-    else:
-        return None
-    return train, micro, accum
-
-
 def load_config(
     source: str | Path | Mapping,
     *,
@@ -702,16 +638,21 @@ def load_config(
     warn: Callable[[str], None] | None = None,
     for_engine: Literal["dsbench", "deepspeed"] = "dsbench",
     auto_values: Mapping[str, Any] | None = None,
+    steps: int | None = None,
+    hidden_size: int | None = None,
 ) -> DSConfig:
     """Read a ds_config (a dict, a JSON file path, or JSON text) as DeepSpeed does.
 
     ``world_size`` is the data-parallel size. ``micro_batch``, ``grad_accum`` and
-    ``train_batch`` (the command line's batch sizes) fill in what the config leaves out or
-    marks "auto", and must agree with what it gives. ``auto_values`` maps dotted paths (e.g.
-    ``"optimizer.params.lr"``) to values for other "auto" placeholders, as the Hugging Face
-    Trainer fills them. ``warn`` receives the (at most two) one-line warnings: unknown top-level
-    keys, and settings dsbench's engine ignores. ``for_engine="dsbench"`` refuses settings
-    dsbench's engine does not implement (pointing to ``--engine deepspeed``);
+    ``train_batch`` are the command line's batch sizes: they override the config's, which are
+    re-derived around them (:mod:`dsbench.zero.batch`). Every "auto" placeholder is filled:
+    from ``auto_values`` (dotted path → value, e.g. ``"optimizer.params.lr"``) first, else as
+    the Hugging Face Trainer fills it from its defaults (:mod:`dsbench.zero.hf_auto`; ``steps``
+    is the run's step count and ``hidden_size`` the model's, for the "auto"s that need them).
+    What the command line changed and what "auto" became are one line each in
+    :attr:`DSConfig.notes`. ``warn`` receives the (at most two) one-line warnings: unknown
+    top-level keys, and settings dsbench's engine ignores. ``for_engine="dsbench"`` refuses
+    settings dsbench's engine does not implement (pointing to ``--engine deepspeed``);
     ``"deepspeed"`` only records them.
     """
     if warn is None:
@@ -722,8 +663,24 @@ def load_config(
     if for_engine not in ("dsbench", "deepspeed"):
         raise ValueError(f"for_engine must be 'dsbench' or 'deepspeed', got {for_engine!r}")
     world_size = _as_int("world size", world_size, 1)
+    args = {
+        "train_batch_size": train_batch,
+        "train_micro_batch_size_per_gpu": micro_batch,
+        "gradient_accumulation_steps": grad_accum,
+    }
+    for key, value in args.items():
+        if value is not None:
+            args[key] = _as_int(f"the requested {key}", value, 1)
     raw = _read_source(source)
-    reader = _Reader(auto_values or {})
+    autos_in_order = list(hf_auto.auto_paths(raw))
+    filled, left = hf_auto.fill(raw, given=auto_values or {}, steps=steps, hidden_size=hidden_size)
+    if left:
+        raise ConfigError(
+            '"auto" (a Hugging Face Trainer placeholder) has no value dsbench can fill for '
+            + ", ".join(left)
+            + "; write values into the config"
+        )
+    reader = _Reader()
 
     # Top level: implemented, known to DeepSpeed but not implemented here, or unknown.
     unknown = [k for k in raw if k not in _TOP_IMPLEMENTED and k not in _TOP_NOT_IMPLEMENTED]
@@ -738,8 +695,7 @@ def load_config(
     batch_in_config: dict[str, Any] = {}
     for key in _BATCH_KEYS:
         reader.take(raw, "", key, batch_in_config)
-    batch_autos = [k for k in reader.autos if k in _BATCH_KEYS]
-    reader.autos = [k for k in reader.autos if k not in _BATCH_KEYS]
+    batch_autos, reader.autos = reader.autos, []
     for key in ("gradient_clipping", "steps_per_print", "wall_clock_breakdown"):
         reader.take(raw, "", key, top)
 
@@ -755,43 +711,30 @@ def load_config(
     # Batch sizes (checked for type here, so that "auto" and bad types are told apart).
     for key, value in batch_in_config.items():
         batch_in_config[key] = _as_int(key, value, 1)
-    args = {
-        "train_batch_size": train_batch,
-        "train_micro_batch_size_per_gpu": micro_batch,
-        "gradient_accumulation_steps": grad_accum,
-    }
-    resolved = _resolve_batch(batch_in_config, args, world_size)
-    if resolved is None:
-        reader.autos = [*batch_autos, *reader.autos]
-    if reader.autos:
-        order = {path: i for i, path in enumerate(_auto_paths(raw))}
-        reader.autos.sort(key=lambda path: order.get(path, len(order)))
-        raise ConfigError(
-            '"auto" (a Hugging Face Trainer placeholder) needs a value for '
-            + ", ".join(reader.autos)
-            + "; write values into the config"
-            + (" or give the batch sizes on the command line" if resolved is None else "")
-        )
-    if resolved is None:
+    sizes = resolve_batch(batch_in_config, batch_autos, args, world_size)
+    if sizes is None:
         raise ConfigError(
             "no batch size: set train_batch_size or train_micro_batch_size_per_gpu, "
             "or give the micro-batch size on the command line"
         )
-    train, micro, accum = resolved
     batch = BatchConfig(
-        train_batch_size=train,
-        train_micro_batch_size_per_gpu=micro,
-        gradient_accumulation_steps=accum,
+        train_batch_size=sizes.train,
+        train_micro_batch_size_per_gpu=sizes.micro,
+        gradient_accumulation_steps=sizes.accum,
         world_size=world_size,
     )
-
-    for path, value in reader.filled.items():
-        _set_path(raw, path, value)
     raw.update(
-        train_batch_size=train,
-        train_micro_batch_size_per_gpu=micro,
-        gradient_accumulation_steps=accum,
+        train_batch_size=sizes.train,
+        train_micro_batch_size_per_gpu=sizes.micro,
+        gradient_accumulation_steps=sizes.accum,
     )
+    shown = {path: _show(value) for path, value in filled.items()} | sizes.filled
+    notes = [sizes.note] if sizes.note else []
+    if shown:
+        notes.append(
+            '"auto" filled as the Hugging Face Trainer would (command line first): '
+            + ", ".join(f"{path}={shown[path]}" for path in autos_in_order if path in shown)
+        )
     config = DSConfig(
         batch=batch,
         optimizer=optimizer,
@@ -802,6 +745,7 @@ def load_config(
         ignored_keys=tuple(reader.ignored),
         unsupported=tuple(reader.unsupported),
         unknown_keys=tuple(unknown),
+        notes=tuple(notes),
         raw=raw,
         **top,
     )
@@ -823,23 +767,6 @@ def load_config(
                 + ", ".join(config.ignored_keys)
             )
     return config
-
-
-def _auto_paths(node: Any, prefix: str = ""):
-    """Dotted paths of every "auto" value, in document order."""
-    if isinstance(node, dict):
-        for key, value in node.items():
-            yield from _auto_paths(value, f"{prefix}{key}.")
-    elif node == AUTO:
-        yield prefix[:-1]
-
-
-def _set_path(raw: dict, path: str, value: Any) -> None:
-    *parents, last = path.split(".")
-    node = raw
-    for part in parents:
-        node = node[part]
-    node[last] = value
 
 
 def _read_precision(reader, raw, key, path, cls, not_implemented):
