@@ -30,6 +30,7 @@ ranks it spawns.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -327,6 +328,35 @@ def order(rounds: int, sides: int = 2) -> list[int]:
     return [s for r in range(rounds) for s in ((0, 1) if r % 2 == 0 else (1, 0))]
 
 
+SOURCE_DIRS = ("dsbench", "kernels", "hardware_profiles")
+"""What a round imports from a side's tree (see :func:`make_shim`)."""
+
+
+def tree_fingerprint(tree: Path) -> dict[str, str]:
+    """The content hash of each source file a round of ``tree`` imports, by relative path."""
+    out = {}
+    for top in SOURCE_DIRS:
+        for path in sorted((tree / top).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                out[str(path.relative_to(tree))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+def check_unchanged(tree: Path, before: dict[str, str]) -> None:
+    """LaunchFailed when ``tree``'s sources differ from ``before``: the rounds already run and
+    those still to come would measure different code (an edit in the checkout while an A/B
+    of ``deepspeed=``, ``python=`` or ``current`` sides runs from it)."""
+    now = tree_fingerprint(tree)
+    changed = sorted(k for k in before.keys() | now.keys() if before.get(k) != now.get(k))
+    if changed:
+        more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+        raise LaunchFailed(
+            f"the source tree {tree} changed during the rounds ({', '.join(changed[:3])}{more}), "
+            "so its rounds would not measure the same code; leave the checkout alone while "
+            "`dsbench ab` runs, or compare commits (commit=REF sides run from worktrees)"
+        )
+
+
 def run_rounds(
     sides: list[SideEnv],
     *,
@@ -340,10 +370,12 @@ def run_rounds(
     """Launch every round (fresh ``dsbench run`` processes, alternating sides); the launches
     per side, each with its loaded result file."""
     shims = [make_shim(s.tree, workdir / f"shim-{i}") for i, s in enumerate(sides)]
+    sources = {s.tree: tree_fingerprint(s.tree) for s in sides}
     per_side: list[list[Launch]] = [[] for _ in sides]
     plan = order(rounds, len(sides))
     names = ("baseline", "contender") if len(sides) == 2 else ("launch",)
     for pos, s in enumerate(plan):
+        check_unchanged(sides[s].tree, sources[sides[s].tree])
         launch = Launch(
             side=s, index=len(per_side[s]), order=pos, path=workdir / f"{pos:03d}-{names[s]}.json"
         )
@@ -380,6 +412,7 @@ def run_rounds(
                 f"{proc.returncode} without a result file: {_last(proc.stderr)}"
             )
         launch.run = results.read_run(launch.path)
+        check_unchanged(sides[s].tree, sources[sides[s].tree])  # edited during this round
         per_side[s].append(launch)
         ok = sum(r["status"] == "ok" for r in launch.run.doc["benchmarks"])
         progress(

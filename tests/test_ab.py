@@ -208,3 +208,22 @@ def test_round_files_are_kept_when_anything_fails_after_the_rounds(capsys):
     with launch_folder("ab") as done:
         (done / "000-baseline.json").write_text("{}")
     assert not done.exists()
+
+
+def test_an_edit_to_the_tree_during_the_rounds_stops_the_ab(tmp_path):
+    """deepspeed=/python=/current sides run the checkout itself: a source edited between (or
+    during) rounds would make the rounds measure different code."""
+    for top in ab.SOURCE_DIRS:
+        (tmp_path / top / "__pycache__").mkdir(parents=True)
+        (tmp_path / top / "a.py").write_text("x = 1\n")
+    before = ab.tree_fingerprint(tmp_path)
+    assert sorted(before) == ["dsbench/a.py", "hardware_profiles/a.py", "kernels/a.py"]
+    (tmp_path / "dsbench" / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"compiled")
+    (tmp_path / "notes.txt").write_text("not imported by a round")
+    ab.check_unchanged(tmp_path, before)  # bytecode and other files do not count
+    (tmp_path / "kernels" / "a.py").write_text("x = 2\n")
+    (tmp_path / "dsbench" / "b.py").write_text("")
+    with pytest.raises(
+        ab.LaunchFailed, match=r"changed during the rounds \(dsbench/b.py, kernels/a.py\)"
+    ):
+        ab.check_unchanged(tmp_path, before)
