@@ -803,6 +803,7 @@ def test_auto_command_line_values_win():
     # explicit auto_values come before the Trainer's defaults
     cfg = load(path, 2, auto_values={"optimizer.params.lr": 1e-4})
     assert cfg.optimizer.lr == cfg.scheduler.warmup_max_lr == 1e-4
+    assert _sizes(load(path, 2, auto_values={"train_micro_batch_size_per_gpu": 2})) == (4, 2, 1)
 
 
 def test_auto_that_needs_the_run_or_the_model():

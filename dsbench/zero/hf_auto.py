@@ -99,15 +99,16 @@ def fill(
     steps: int | None,
     hidden_size: int | None,
 ) -> tuple[dict[str, Any], list[str]]:
-    """Replace every "auto" in ``raw`` (in place) except the batch sizes: from ``given`` (dotted
-    path → value) first, else as the Trainer would. Returns the filled paths with their values
-    and, with the reason in brackets, the paths nothing could fill."""
+    """Replace every "auto" in ``raw`` (in place): from ``given`` (dotted path → value) first,
+    else as the Trainer would (the batch sizes' are left to :mod:`dsbench.zero.batch`). Returns
+    the filled paths with their values and, with the reason in brackets, the paths nothing could
+    fill."""
     filled: dict[str, Any] = {}
     left: list[str] = []
     later = []
     for path in list(auto_paths(raw)):
-        if path in BATCH_KEYS:
-            continue
+        if path in BATCH_KEYS and path not in given:
+            continue  # resolved with the other batch sizes (dsbench.zero.batch)
         if path in given:
             value = given[path]
         elif path in TRAINER_DEFAULTS:
