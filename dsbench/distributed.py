@@ -1,11 +1,21 @@
 """Spawn N local ranks and run a function on each, with a clear error when a rank dies or hangs.
 
-Used by the collective benchmarks (and later by ``dsbench train``). Each rank joins a process
+Used by the multi-rank benchmarks and by ``dsbench train --nproc N``. Each rank joins a process
 group over TCP on 127.0.0.1 (gloo on CPU, NCCL on CUDA, NCCL/RCCL on ROCm), pins its GPU
 (``cuda:<rank>``) or its share of CPU threads, runs ``target(payload, send)``, and leaves the
 group. ``send(msg)`` delivers a picklable message to the parent's ``on_message`` as it happens
-(progress, results). A rank that raises, exits, or is still running at the deadline makes
-:func:`spawn_ranks` stop every rank and raise :class:`RankFailure` naming it.
+(progress, results). A rank that raises, dies, or is still running at the deadline makes
+:func:`spawn_ranks` stop every rank and raise :class:`RankFailure` naming the cause first.
+
+[Note: naming the cause] When one rank dies (SIGKILL, a segfault, the OOM killer), its peers
+fail a moment later in their next collective ("Connection reset by peer"), and those errors
+often reach the launcher first. So after the first failure the launcher waits a few seconds
+(:data:`SETTLE_S`) for every rank to report or die, and then blames, in this order: a rank that
+died without reporting (its signal or exit code); a rank that is still alive and silent while
+its peers gave up waiting on it (it hangs); a rank whose error is not a communication failure;
+the first error seen. The others' errors follow as consequences. Each rank records what it is
+doing in shared memory (:func:`mark`: the training step, a few words such as "saving a
+checkpoint"), so a rank that dies without a word is still named with its step.
 """
 
 from __future__ import annotations
@@ -16,6 +26,7 @@ import multiprocessing as mp
 import os
 import pickle
 import queue
+import signal
 import socket
 import time
 import traceback
@@ -24,6 +35,41 @@ from collections.abc import Callable
 
 class RankFailure(RuntimeError):
     """A spawned rank failed or hung; the message names the rank and what happened."""
+
+
+SETTLE_S = 3.0
+"""After the first failure, how long the other ranks get to report theirs or die."""
+_DOING_BYTES = 64
+_SECONDARY = (
+    "connection reset",
+    "connection closed",
+    "connection refused",
+    "closed by peer",
+    "broken pipe",
+    "timed out",
+    "timeout",
+    "gloo",
+    "nccl",
+    "remote process",
+)
+"""Words of errors that are a consequence of a peer's failure (a collective that lost its peer)."""
+
+_progress = None
+"""On a spawned rank: (steps, doing, rank), the shared arrays :func:`mark` writes."""
+
+
+def mark(step: int | None = None, doing: str | None = None) -> None:
+    """Record what this rank is doing, for the launcher's message should it die or hang: the
+    training step it is in and/or a few words ("saving a checkpoint"; "" clears them). ``None``
+    leaves that part as it was. Two stores to shared memory; a no-op outside spawned ranks."""
+    if _progress is None:
+        return
+    steps, words, rank = _progress
+    if step is not None:
+        steps[rank] = step
+    if doing is not None:
+        text = doing.encode()[: _DOING_BYTES - 1].ljust(_DOING_BYTES, b"\0")
+        words[rank * _DOING_BYTES : (rank + 1) * _DOING_BYTES] = text
 
 
 def free_port() -> int:
@@ -46,9 +92,14 @@ def _rank_main(
     payload,
     messages,
     timeout_s: float,
+    progress=None,
 ) -> None:
     import torch
     import torch.distributed as dist
+
+    global _progress
+    if progress is not None:
+        _progress = (*progress, rank)
 
     def send(msg) -> None:
         # Pickled here, by value: torch would otherwise pass tensors as shared-memory handles
@@ -99,75 +150,151 @@ def spawn_ranks(
     """Run ``target`` ("module:function") on ``world`` spawned ranks; raise RankFailure on trouble.
 
     ``timeout_s`` bounds the whole run; ``collective_timeout_s`` is the process group's timeout,
-    after which a rank stuck in a collective (because a peer died) raises on its own.
+    after which a rank stuck in a collective (because a peer died or hangs) raises on its own.
+    An exception in the launcher itself (KeyboardInterrupt, a SIGTERM turned into one) stops
+    every rank at once and propagates.
     """
     ctx = mp.get_context("spawn")
     messages = ctx.Queue()
+    steps = ctx.RawArray("q", [-1] * world)
+    words = ctx.RawArray("c", world * _DOING_BYTES)
     port = free_port()
     procs = [
         ctx.Process(
             target=_rank_main,
             daemon=True,
-            args=(r, world, port, device_type, target, payload, messages, collective_timeout_s),
+            args=(
+                r,
+                world,
+                port,
+                device_type,
+                target,
+                payload,
+                messages,
+                collective_timeout_s,
+                (steps, words),
+            ),
         )
         for r in range(world)
     ]
-    for p in procs:
-        p.start()
-    deadline = time.monotonic() + timeout_s
     done: set[int] = set()
-    errors: dict[int, str] = {}
+    errors: dict[int, str] = {}  # in the order they arrived
+    first_failure = None  # when the first failure was seen
+    dead: dict[int, int] = {}
+    silent: list[int] = []
+
+    def receive(timeout: float) -> bool:
+        try:
+            kind, rank, body = messages.get(timeout=timeout)
+        except queue.Empty:
+            return False
+        if kind == "msg" and on_message is not None:
+            on_message(rank, pickle.loads(body))
+        elif kind == "done":
+            done.add(rank)
+        elif kind == "error":
+            errors.setdefault(rank, body)
+        return True
+
     try:
-        while len(done) + len(errors) < world:
-            try:
-                kind, rank, body = messages.get(timeout=0.5)
-            except queue.Empty:
-                for r, p in enumerate(procs):
-                    if not p.is_alive() and r not in done and r not in errors:
-                        # died without reporting (killed, segfault, OOM): give the queue a moment
-                        time.sleep(0.5)
-                        if messages.empty():
-                            errors[r] = f"exited with code {p.exitcode} without reporting"
-                if errors or time.monotonic() > deadline:
-                    break
-                continue
-            if kind == "msg" and on_message is not None:
-                on_message(rank, pickle.loads(body))
-            elif kind == "done":
-                done.add(rank)
-            elif kind == "error":
-                errors[rank] = body
+        for p in procs:
+            p.start()
+        deadline = time.monotonic() + timeout_s
+        while len(done) < world:
+            now = time.monotonic()
+            unaccounted = [r for r, p in enumerate(procs) if r not in done and r not in errors]
+            if first_failure is not None and (
+                now > first_failure + SETTLE_S or not any(procs[r].is_alive() for r in unaccounted)
+            ):
                 break
-    finally:
-        if errors:  # give the other ranks a moment to report their own failure
-            deadline_errors = time.monotonic() + 2.0
-            while time.monotonic() < deadline_errors and any(p.is_alive() for p in procs):
-                try:
-                    kind, rank, body = messages.get(timeout=0.2)
-                except queue.Empty:
-                    continue
-                if kind == "error":
-                    errors.setdefault(rank, body)
-        alive = [r for r, p in enumerate(procs) if p.is_alive() and r not in done]
-        for p in procs:
-            p.join(timeout=5 if not errors else 0.1)
-        for p in procs:
+            if first_failure is None and now > deadline:
+                break
+            if receive(0.2):
+                if errors and first_failure is None:
+                    first_failure = time.monotonic()
+            elif first_failure is None and any(
+                not procs[r].is_alive() and procs[r].exitcode != 0 for r in unaccounted
+            ):
+                first_failure = time.monotonic()
+        while receive(0.05):  # what the ranks said before they died
+            pass
+        for r, p in enumerate(procs):
+            if r in done or r in errors:
+                continue
             if p.is_alive():
+                silent.append(r)
+            elif p.exitcode != 0:
+                dead[r] = p.exitcode
+    finally:
+        for p in procs:
+            if p.is_alive() and p.pid is not None:
                 p.terminate()
+        for p in procs:
+            if p.pid is not None:
                 p.join(timeout=5)
+                if p.is_alive():
+                    p.kill()
+                    p.join(timeout=5)
         messages.close()
-    if errors:
-        first = next(iter(errors))  # the first failure observed is the root cause
-        hung = [r for r in alive if r not in errors]
-        if hung and any(w in errors[first].lower() for w in ("timeout", "timed out")):
-            raise RankFailure(
-                f"rank(s) {', '.join(map(str, hung))} of {world} stopped "
-                f"responding: rank {first} gave up waiting: {errors[first]}"
-            )
-        raise RankFailure(f"rank {first} of {world} failed: {errors[first]}")
-    missing = sorted(set(range(world)) - done)
-    if missing:
-        raise RankFailure(
-            f"rank(s) {', '.join(map(str, missing))} of {world} did not finish "
-            f"within {timeout_s:.0f} s"
+        messages.join_thread()
+    message = _failure_message(world, errors, dead, silent, _where(steps, words), timeout_s)
+    if message:
+        raise RankFailure(message)
+
+
+def _where(steps, words) -> Callable[[int], str]:
+    """' at step 24 (saving a checkpoint)': what rank r last said it was doing, via mark()."""
+
+    def where(rank: int) -> str:
+        step = steps[rank]
+        doing = bytes(words[rank * _DOING_BYTES : (rank + 1) * _DOING_BYTES]).rstrip(b"\0")
+        text = f" at step {step}" if step >= 0 else ""
+        return text + (f" ({doing.decode(errors='replace')})" if doing else "")
+
+    return where
+
+
+def _ranks(ranks: list[int]) -> str:
+    return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(map(str, ranks))
+
+
+def _how(exitcode: int) -> str:
+    if exitcode < 0:
+        try:
+            return f"killed by {signal.Signals(-exitcode).name}"
+        except ValueError:
+            return f"killed by signal {-exitcode}"
+    return f"exited with code {exitcode} without reporting"
+
+
+def _failure_message(
+    world: int,
+    errors: dict[int, str],
+    dead: dict[int, int],
+    silent: list[int],
+    where: Callable[[int], str],
+    timeout_s: float,
+) -> str | None:
+    """The cause first (see [Note: naming the cause]), then what the other ranks said."""
+    if not errors and not dead:
+        if not silent:
+            return None
+        late = "".join(f"; rank {r} was{where(r)}" for r in silent if where(r))
+        return f"{_ranks(silent)} of {world} did not finish within {timeout_s:.0f} s{late}"
+    causes = [f"rank {r} of {world} {_how(code)}{where(r)}" for r, code in dead.items()]
+    secondary = {r: e for r, e in errors.items() if any(w in e.lower() for w in _SECONDARY)}
+    primary = {r: e for r, e in errors.items() if r not in secondary}
+    if not causes and silent and not primary:
+        gave_up = next(iter(secondary))
+        causes.append(
+            f"{_ranks(silent)} of {world} stopped responding"
+            + "".join(where(r) for r in silent[:1])
+            + f": rank {gave_up} gave up waiting: {secondary.pop(gave_up)}"
         )
+    elif not causes:
+        first = next(iter(primary or secondary))
+        causes.append(f"rank {first} of {world} failed{where(first)}: {errors[first]}")
+        primary.pop(first, None)
+        secondary.pop(first, None)
+    after = [f"rank {r} failed: {e}" for r, e in (primary | secondary).items()]
+    return "; ".join(causes) + ("; after that, " + "; ".join(after) if after else "")
