@@ -6,6 +6,11 @@ multi-node) or from ``dsbench train --nproc N``, which spawns local ranks itself
 the model preset, read the ds_config, build the engine (dsbench's or DeepSpeed's), then run the
 steps on deterministic synthetic data (rank r of W reads micro-batch ``(step*A + m)*W + r``),
 optionally resuming from and saving checkpoints. Rank 0 reports losses and throughput.
+
+``steps`` is the job's total, as DeepSpeed's and Hugging Face's max steps are: a run resumed
+from the checkpoint of step 20 with ``steps=60`` trains steps 20..59 and saves at 60, so a
+scheduler that re-runs the same command after a failure finishes the same job. Each rank marks
+the step it is in (:func:`dsbench.distributed.mark`), so a rank that dies is named with it.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ class TrainJob:
     """The ds_config as read from the file (resolved again on each rank for its world size)."""
     engine: str = "dsbench"
     steps: int = 10
+    """The job's total optimizer steps (a resumed run continues up to this step)."""
     micro_batch: int | None = None
     grad_accum: int | None = None
     train_batch: int | None = None
@@ -39,6 +45,8 @@ class TrainJob:
 
 def train_loop(job: TrainJob, *, device: str, send) -> None:
     """Run ``job`` on this rank (the process group is up); ``send`` reports to the launcher."""
+    from dsbench import faults
+    from dsbench.distributed import mark
     from dsbench.engines import build_engine
     from dsbench.models import get_model
     from dsbench.models.data import batch_index
@@ -56,6 +64,7 @@ def train_loop(job: TrainJob, *, device: str, send) -> None:
     gas, mb = cfg.batch.gradient_accumulation_steps, cfg.batch.train_micro_batch_size_per_gpu
     first = 0
     if job.resume and job.checkpoint_dir:
+        mark(doing="loading the checkpoint")
         client = engine.load_checkpoint(job.checkpoint_dir)
         if job.engine == "deepspeed":  # DeepSpeed returns (path, client_state)
             client = client[1] or {}
@@ -68,6 +77,7 @@ def train_loop(job: TrainJob, *, device: str, send) -> None:
                     "world_size": world,
                     "params": preset.num_params(),
                     "first_step": first,
+                    "steps": job.steps,
                     "train_batch_size": cfg.batch.train_batch_size,
                     "engine": job.engine,
                     "stage": cfg.zero_optimization.stage,
@@ -75,7 +85,10 @@ def train_loop(job: TrainJob, *, device: str, send) -> None:
                 },
             )
         )
-    for step in range(first, first + job.steps):
+    saved = first
+    for step in range(first, job.steps):
+        mark(step=step, doing="")
+        faults.point("step", step)
         t0 = time.perf_counter()
         total = torch.zeros((), dtype=torch.float64, device=device)
         for micro in range(gas):
@@ -105,14 +118,19 @@ def train_loop(job: TrainJob, *, device: str, send) -> None:
             )
         done = step + 1
         if job.checkpoint_dir and job.save_every and done % job.save_every == 0:
-            _save(engine, job, done)
-    if job.checkpoint_dir and job.save_every == 0:
-        _save(engine, job, first + job.steps)
+            saved = _save(engine, job, done)
+    if job.checkpoint_dir and saved < job.steps:
+        _save(engine, job, job.steps)
     engine.destroy()
 
 
-def _save(engine, job: TrainJob, data_step: int) -> None:
+def _save(engine, job: TrainJob, data_step: int) -> int:
+    from dsbench.distributed import mark
+
+    mark(doing=f"saving the checkpoint of step {data_step}")
     engine.save_checkpoint(job.checkpoint_dir, client_state={"data_step": data_step})
+    mark(doing="")
+    return data_step
 
 
 def torchrun_env() -> dict | None:

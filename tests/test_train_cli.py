@@ -66,7 +66,7 @@ def test_spawned_ranks_train_and_resume_identically(config, tmp_path):
         str(ck),
     )
     assert "on 2 rank(s) with dsbench (ZeRO stage 2, fp32, batch 32)" in first.stdout
-    resumed = _dsbench(
+    resumed = _dsbench(  # --steps is the job's total: steps 2 and 3 are left
         "train",
         "--nproc",
         "2",
@@ -75,7 +75,7 @@ def test_spawned_ranks_train_and_resume_identically(config, tmp_path):
         "--model",
         "mlp",
         "--steps",
-        "2",
+        "4",
         "--checkpoint",
         str(ck),
         "--resume",

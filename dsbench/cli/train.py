@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
+from dsbench import faults
 from dsbench.errors import UsageError
 
 
@@ -25,7 +27,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="spawn this many local ranks (default: 1, or the ranks torchrun started)",
     )
-    p.add_argument("--steps", type=int, default=10, help="optimizer steps (default 10)")
+    p.add_argument("--steps", type=int, default=10,
+                   help="the job's total optimizer steps; with --resume, training continues from "
+                        "the checkpoint's step up to this one (default 10)")  # fmt: skip
     p.add_argument(
         "--micro-batch", type=int, help="train_micro_batch_size_per_gpu, if the config has none"
     )
@@ -64,6 +68,9 @@ def _report(msg) -> None:
     kind, body = msg
     if kind == "warning":
         print(f"dsbench: warning: {body}", file=sys.stderr)
+    elif kind == "start" and body["first_step"] >= body["steps"]:
+        print(f"the checkpoint is at step {body['first_step']} and --steps is {body['steps']}: "
+              "nothing left to train", flush=True)  # fmt: skip
     elif kind == "start":
         print(
             f"training {body['params']:,} parameters on {body['world_size']} rank(s) with "
@@ -77,6 +84,18 @@ def _report(msg) -> None:
             f"  {body['samples_per_s']:9.1f} samples/s",
             flush=True,
         )
+
+
+def _check_resumable(directory: str | None, engine: str, world: int, stage: int) -> None:
+    """--resume: a complete checkpoint of this world size and stage is there (one-line errors)."""
+    from dsbench.zero import checkpoint
+
+    if directory is None:
+        raise UsageError("--resume needs --checkpoint DIR (the folder to resume from)")
+    if engine == "dsbench":
+        checkpoint.verify(directory, world=world, stage=stage)
+    elif not (Path(directory) / "latest").is_file():
+        raise UsageError(f"--checkpoint {directory}: no checkpoint ('latest' file missing)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -115,9 +134,12 @@ def run(args: argparse.Namespace) -> int:
     if device == "cuda" and env is None and world > torch.cuda.device_count():
         raise UsageError(f"--nproc {world}: only {torch.cuda.device_count()} GPU(s) visible")
     # Validate the config for this world size before starting any rank (one-line errors).
-    load_config(config, world_size=world, micro_batch=args.micro_batch,
-                grad_accum=args.grad_accum, train_batch=args.train_batch,
-                warn=lambda m: None, for_engine=args.engine)  # fmt: skip
+    cfg = load_config(config, world_size=world, micro_batch=args.micro_batch,
+                      grad_accum=args.grad_accum, train_batch=args.train_batch,
+                      warn=lambda m: None, for_engine=args.engine)  # fmt: skip
+    if args.resume:
+        _check_resumable(args.checkpoint, args.engine, world, cfg.zero_optimization.stage)
+    faults.parse(os.environ.get(faults.ENV, ""))
     job = TrainJob(model=args.model, config=config, engine=args.engine, steps=args.steps,
                    micro_batch=args.micro_batch, grad_accum=args.grad_accum,
                    train_batch=args.train_batch, device=device, kernels=_kernels(args.kernels),
