@@ -256,6 +256,48 @@ def test_command_line_batch_sizes_override_the_config_with_one_notice(args, size
     assert load(ds, 2) == cfg and load(ds, 2).notes == ()  # and loads them unchanged
 
 
+def test_batch_resolution_rules_hold_for_random_configs_and_flags():
+    """3000 random configs, command lines and world sizes: what loads keeps every command-line
+    value and satisfies train = micro × accumulation × world; a config that loads alone is not
+    changed when the flags agree with it; every refusal but "no batch size" names at least one
+    flag, and each flag it names does make the config load."""
+    import random
+    import re
+
+    rng = random.Random(0)
+    flags = {
+        "--train-batch": "train_batch",
+        "--micro-batch": "micro_batch",
+        "--grad-accum": "grad_accum",
+    }
+    keys = {"train_batch": 0, "micro_batch": 1, "grad_accum": 2}
+    sizes = (1, 2, 3, 4, 6, 8, 16, 100, 128)
+    for _ in range(3000):
+        world = rng.choice((1, 2, 3, 4, 8))
+        config = {k: rng.choice(sizes) for k in FOR_8 if rng.random() < 0.6}
+        args = {k: rng.choice(sizes) for k in keys if rng.random() < 0.3}
+        try:
+            cfg = load(config, world, **args)
+        except ConfigError as exc:
+            message = str(exc)
+            if "no batch size" in message:
+                continue
+            named = re.findall(r"(--[a-z-]+) (\d+)", message.partition("; give ")[2])
+            assert named, message
+            for flag, value in named:
+                load(config, world, **{**args, flags[flag]: int(value)})
+            continue
+        train, micro, accum = _sizes(cfg)
+        assert train == micro * accum * world
+        for name, value in args.items():
+            assert _sizes(cfg)[keys[name]] == value
+        if not args:  # the config alone is taken as it is
+            assert cfg.notes == ()
+            assert all(
+                config[k] == v for k, v in zip(FOR_8, _sizes(cfg), strict=True) if k in config
+            )
+
+
 def test_config_that_does_not_fit_the_world_size_names_the_flag_that_would():
     assert error_of(FOR_8, 2) == (
         "ds_config: train_batch_size 128 != train_micro_batch_size_per_gpu 4 × "

@@ -156,17 +156,16 @@ def _fixes(config, autos, args, values: dict[str, int], world: int) -> list[str]
     """``--flag value`` settings, each of which alone (with the command line's other sizes)
     makes the sizes fit: keep the per-rank work (``--train-batch``), or keep
     ``train_batch_size`` and change the accumulation or the micro-batch."""
-    train, micro, accum = values.get(TRAIN), values.get(MICRO), values.get(ACCUM)
+    train, micro, accum = values[TRAIN], values.get(MICRO), values.get(ACCUM)  # a mismatch has
+    # a train_batch_size; the sizes it leaves out are guessed nearest to it
     if micro is None:
-        per_rank = (train or world) / ((accum or 1) * world)
-        micro = max(1, round(per_rank))
+        micro = max(1, round(train / ((accum or 1) * world)))
     if accum is None:
-        accum = max(1, round(train / (micro * world))) if train else 1
+        accum = max(1, round(train / (micro * world)))
     candidates = [(TRAIN, micro * accum * world)]
-    if train is not None:
-        for key, other in ((ACCUM, micro), (MICRO, accum)):
-            if train % (other * world) == 0:
-                candidates.append((key, train // (other * world)))
+    for key, other in ((ACCUM, micro), (MICRO, accum)):
+        if train % (other * world) == 0:
+            candidates.append((key, train // (other * world)))
     out = []
     for key, value in candidates:
         if args.get(key) == value:
