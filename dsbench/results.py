@@ -15,6 +15,10 @@ launches (``dsbench ab``, ``dsbench noise``) set ``value`` to the geometric mean
 medians, the centre compare judges (:func:`dsbench.stats.centre`). Files of versions 1 and 2
 were one launch each.
 
+A run stopped by SIGINT or SIGTERM (``dsbench run``) keeps the rows that finished; the rest have
+``status: "interrupted"`` and the run ``"interrupted": {"signal": "SIGTERM", "finished": N}``.
+This came later within schema 3 and needs no migration: files without it are runs that ended.
+
 asv's own result files (``results/asv/``, ``machine.json``, ``benchmarks.json``) live under the
 same root and are recognised and left to the asv reader (:mod:`dsbench.asv_results`), which
 turns each asv result file into a :class:`Run` of the same shape; ``load_runs(...,
@@ -40,7 +44,7 @@ from dsbench.errors import UsageError
 
 SCHEMA = "dsbench-result"
 SCHEMA_VERSION = 3
-STATUSES = ("ok", "failed", "skipped")
+STATUSES = ("ok", "failed", "skipped", "interrupted")
 DIRECTIONS = ("higher", "lower")
 SOURCES = ("dsbench", "asv")
 """Which tool measured a run (``doc["source"]``, schema 2 on): ``dsbench run`` writes
@@ -155,6 +159,13 @@ def validate(doc: dict, where: str) -> None:
         raise ResultFileError(
             f"{where}: source '{doc['source']}' is not one of {', '.join(SOURCES)}"
         )
+    stopped = doc.get("interrupted")
+    if stopped is not None and not (
+        isinstance(stopped, dict)
+        and isinstance(stopped.get("signal"), str)
+        and isinstance(stopped.get("finished"), int)
+    ):
+        raise ResultFileError(f"{where}: 'interrupted' is not {{signal, finished}}")
     for i, row in enumerate(doc["benchmarks"]):
         if not isinstance(row, dict):
             raise ResultFileError(f"{where}: benchmarks[{i}] is not an object")

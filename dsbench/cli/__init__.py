@@ -1,7 +1,8 @@
 """The ``dsbench`` command: one module per verb, each with ``add_arguments`` and ``run``.
 
 User errors (:class:`dsbench.errors.UsageError`, bad arguments) become one line on stderr and
-exit status 2.
+exit status 2. SIGINT and SIGTERM unwind as :class:`dsbench.interrupts.Interrupted` and exit
+130 or 143 (a verb may catch it first and keep what it finished, as ``dsbench run`` does).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import importlib
 import sys
 
 from dsbench.errors import UsageError
+from dsbench.interrupts import as_interrupted, signals_raise
 
 VERBS: dict[str, str] = {
     "run": "run benchmark suites and write a result file",
@@ -52,14 +54,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        args = build_parser().parse_args(argv)
-        return int(args._module.run(args) or 0)
+        with signals_raise():  # SIGTERM too unwinds (ranks stopped, temporary files removed)
+            args = build_parser().parse_args(argv)
+            return int(args._module.run(args) or 0)
     except UsageError as exc:
         print(f"dsbench: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("dsbench: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        exc = as_interrupted(exc)
+        print(f"dsbench: interrupted ({exc.name})", file=sys.stderr)
+        return exc.exit_code
 
 
 if __name__ == "__main__":

@@ -1,5 +1,9 @@
 """``dsbench run``: run a suite on the detected device, write a result file, print the table and
-the comparison with the newest earlier run of the same suite on this machine."""
+the comparison with the newest earlier run of the same suite on this machine.
+
+Stopped by SIGINT or SIGTERM part-way, it stops its ranks, writes the result file with the
+benchmarks that finished (the others ``status: "interrupted"``, the run ``interrupted``) and
+exits 130 or 143."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from tabulate import tabulate
 
 from dsbench import compare, hardware, results
 from dsbench.errors import UsageError
+from dsbench.interrupts import as_interrupted, signals_ignored
 from dsbench.suites import SUITES, check_suite
 
 
@@ -148,18 +153,44 @@ def run(args: argparse.Namespace) -> int:
     profile = runner.profile_for(env, ctx, warn=lambda m: print(f"dsbench: {m}", file=sys.stderr))
     started = datetime.now(UTC)
     update, bar = _progress(len(planned), not args.no_progress)
-    with bar:
-        rows = runner.run_suite(suite, ctx, profile, pattern=args.filter, progress=update)
+    finished: dict[str, dict] = {}
+
+    def progress(case_id: str, row: dict | None) -> None:
+        if row is not None:
+            finished[row["id"]] = row
+        update(case_id, row)
+
+    stopped = None
+    try:
+        with bar:
+            rows = runner.run_suite(suite, ctx, profile, pattern=args.filter, progress=progress)
+    except KeyboardInterrupt as exc:  # SIGINT, or SIGTERM from a scheduler: keep what finished
+        stopped = as_interrupted(exc)
+        why = f"not run: the run was stopped by {stopped.name}"
+        rows = [
+            finished.get(p.id) or runner.status_row(p.bench, p.params, "interrupted", why)
+            for p in planned
+        ]
     doc = runner.new_run_doc(
         suite=suite, label=args.label, env=env, profile=profile, rows=rows, started=started
     )
-    path = results.write_run(
-        doc,
-        root=None if out.suffix == ".json" else out,
-        path=out if out.suffix == ".json" else None,
-    )
+    if stopped is not None:
+        doc["interrupted"] = {"signal": stopped.name, "finished": len(finished)}
+    with signals_ignored():  # a second signal must not cost the file
+        path = results.write_run(
+            doc,
+            root=None if out.suffix == ".json" else out,
+            path=out if out.suffix == ".json" else None,
+        )
     print(summary_table(rows))
     print(f"\nwrote {path} ({doc['wall_s']:.0f} s, suite {suite}, profile {profile.name})")
+    if stopped is not None:
+        print(
+            f"dsbench: interrupted by {stopped.name} after {len(finished)} of {len(planned)} "
+            f"benchmark(s); {path} holds the finished ones",
+            file=sys.stderr,
+        )
+        return stopped.exit_code
     if not args.no_compare and out.suffix != ".json":
         _compare_with_previous(out, doc)
     failed = [r["id"] for r in rows if r["status"] == "failed"]
