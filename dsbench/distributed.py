@@ -39,7 +39,7 @@ class RankFailure(RuntimeError):
 
 SETTLE_S = 3.0
 """After the first failure, how long the other ranks get to report theirs or die."""
-_DOING_BYTES = 64
+_DOING_BYTES = 128
 _SECONDARY = (
     "connection reset",
     "connection closed",

@@ -262,6 +262,8 @@ def rank_worker(payload: dict, *, device: str, send: Callable) -> None:
     (:func:`dsbench.timing.merge`). Memory is then the largest of the rounds' peaks."""
     import torch.distributed as dist
 
+    from dsbench.distributed import mark
+
     _quiet_renamed_collectives()
     bench = BENCHMARKS[payload["benchmark"]]
     ctx = dataclasses.replace(
@@ -278,6 +280,7 @@ def rank_worker(payload: dict, *, device: str, send: Callable) -> None:
             for index in group if r % 2 == 0 else group[::-1]:
                 if index in final:
                     continue
+                mark(doing=f"timing {case_id(bench.name, cases[index])}")  # named if it dies
                 since = host_rss()
                 case, row = _setup_everywhere(bench, cases[index], ctx)
                 if row is not None:

@@ -116,6 +116,32 @@ def test_a_hung_rank_is_named_once_its_peer_times_out(config):
     ), proc.stderr
 
 
+def test_a_benchmark_rank_killed_from_outside_is_named_with_its_case(tmp_path):
+    proc = subprocess.Popen(
+        [str(BIN / "dsbench"), "run", "--suite", "quick", "--filter",
+         "allreduce.*native.*size=(1048576|4194304)]", "--out", str(tmp_path), "--no-compare"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    lines = []
+    for line in proc.stderr:
+        lines.append(line)
+        if line.startswith("[1/2]"):  # the first size is done, the ranks time the second
+            break
+    ranks = [
+        c for c in psutil.Process(proc.pid).children() if "spawn_main" in " ".join(c.cmdline())
+    ]
+    assert len(ranks) == 2, lines
+    ranks[-1].send_signal(signal.SIGKILL)
+    _, rest = proc.communicate(timeout=120)
+    assert proc.returncode == 1, "".join(lines) + rest
+    (path,) = tmp_path.glob("*/*.json")
+    row = json.loads(path.read_text())["benchmarks"][1]
+    assert row["status"] == "failed"
+    assert re.match(
+        r"rank [01] of 2 killed by SIGKILL \(timing allreduce\[.*size=4194304\]\)", row["error"]
+    ), row["error"]
+
+
 # ---------------------------------------------------------------------------- checkpoints
 
 
