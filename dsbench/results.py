@@ -140,6 +140,20 @@ def write_run(doc: dict, root: Path | str | None = None, path: Path | str | None
     return path
 
 
+def check_writable(folder: Path | str) -> None:
+    """Before a run: ``folder`` can be created and a file written, flushed and removed there
+    (read-only, no permission, no space), else a one-line UsageError naming it."""
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(prefix=".tmp-", suffix=".json", dir=folder) as f:
+            f.write(b" " * 65536)  # about what a result file takes
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as exc:
+        raise UsageError(f"cannot write result files in {folder}: {exc.strerror}") from None
+
+
 def _json_default(obj):
     if hasattr(obj, "item"):  # numpy / torch scalars
         return obj.item()

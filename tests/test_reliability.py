@@ -267,6 +267,14 @@ def test_an_interrupted_run_is_a_result_file_and_a_bad_mark_is_named():
         results.validate(doc | {"interrupted": "yes"}, "f.json")
 
 
+def test_a_results_folder_that_cannot_be_written_is_refused_before_running(tmp_path, capsys):
+    (tmp_path / "file").write_text("in the way")
+    assert main(["run", "--suite", "smoke", "--out", str(tmp_path / "file" / "res")]) == 2
+    err = capsys.readouterr().err
+    assert err == f"dsbench: error: cannot write result files in {tmp_path}/file/res/testbox: " \
+                  "Not a directory\n"  # fmt: skip
+
+
 def test_sigterm_of_dsbench_run_keeps_the_finished_benchmarks(tmp_path):
     out = tmp_path / "results"
     before = _orphan_semaphores()

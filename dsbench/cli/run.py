@@ -141,6 +141,9 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else results.default_results_dir()
     if out.suffix == ".json" and out.exists():
         raise UsageError(f"--out {out} already exists; dsbench never overwrites a result file")
+    if not args.list:  # known now rather than after the benchmarks ran
+        folder = out.parent if out.suffix == ".json" else out / results.machine_name()
+        results.check_writable(folder)
     device = _device(args.device)
     env = collect_env(device)
     ctx = runner.context_for(env, suite)
