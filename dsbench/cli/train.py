@@ -8,6 +8,7 @@ engine or DeepSpeed's, over local ranks it spawns (``--nproc N``) or ranks start
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -31,10 +32,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the job's total optimizer steps; with --resume, training continues from "
                         "the checkpoint's step up to this one (default 10)")  # fmt: skip
     p.add_argument(
-        "--micro-batch", type=int, help="train_micro_batch_size_per_gpu, if the config has none"
+        "--micro-batch",
+        type=int,
+        help="train_micro_batch_size_per_gpu (overrides the config's; the others are re-derived)",
     )
-    p.add_argument("--grad-accum", type=int, help="gradient_accumulation_steps")
-    p.add_argument("--train-batch", type=int, help="train_batch_size")
+    p.add_argument("--grad-accum", type=int, help="gradient_accumulation_steps (overrides)")
+    p.add_argument("--train-batch", type=int, help="train_batch_size (overrides)")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     p.add_argument(
         "--kernels",
@@ -64,7 +67,8 @@ def _kernels(text: str) -> dict[str, str]:
     return out
 
 
-def _report(msg) -> None:
+def _report(msg, *, batch=None) -> None:
+    """Print a rank's message; ``batch`` (the effective BatchConfig) completes the start line."""
     kind, body = msg
     if kind == "warning":
         print(f"dsbench: warning: {body}", file=sys.stderr)
@@ -72,10 +76,16 @@ def _report(msg) -> None:
         print(f"the checkpoint is at step {body['first_step']} and --steps is {body['steps']}: "
               "nothing left to train", flush=True)  # fmt: skip
     elif kind == "start":
+        per_rank = ""
+        if batch is not None:
+            per_rank = (
+                f", micro-batch {batch.train_micro_batch_size_per_gpu} × "
+                f"{batch.gradient_accumulation_steps} accumulation steps per rank"
+            )
         print(
             f"training {body['params']:,} parameters on {body['world_size']} rank(s) with "
             f"{body['engine']} (ZeRO stage {body['stage']}, {body['precision']}, batch "
-            f"{body['train_batch_size']}), from step {body['first_step']}",
+            f"{body['train_batch_size']}){per_rank}, from step {body['first_step']}",
             flush=True,
         )
     elif kind == "step":
@@ -114,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     except json.JSONDecodeError as exc:
         raise UsageError(f"--config {path}: not valid JSON ({exc.msg} at line {exc.lineno})"
                          ) from None  # fmt: skip
-    get_model(args.model)
+    preset = get_model(args.model)
     for name in ("steps", "nproc", "micro_batch", "grad_accum", "train_batch", "save_every"):
         value = getattr(args, name)
         if value is not None and value < (0 if name == "save_every" else 1):
@@ -133,24 +143,30 @@ def run(args: argparse.Namespace) -> int:
     world = int(env["WORLD_SIZE"]) if env and args.nproc is None else (args.nproc or 1)
     if device == "cuda" and env is None and world > torch.cuda.device_count():
         raise UsageError(f"--nproc {world}: only {torch.cuda.device_count()} GPU(s) visible")
-    # Validate the config for this world size before starting any rank (one-line errors).
+    # Resolve the config for this world size before starting any rank (one-line errors): the
+    # command line's batch sizes override it, "auto" is filled as the Hugging Face Trainer
+    # would. Every rank, on either engine, then reads this effective config.
     cfg = load_config(config, world_size=world, micro_batch=args.micro_batch,
                       grad_accum=args.grad_accum, train_batch=args.train_batch,
+                      steps=args.steps, hidden_size=getattr(preset.config, "hidden", None),
                       warn=lambda m: None, for_engine=args.engine)  # fmt: skip
+    if env is None or env.get("RANK") == "0":
+        for note in cfg.notes:
+            print(f"dsbench: {note}", flush=True)
     if args.resume:
         _check_resumable(args.checkpoint, args.engine, world, cfg.zero_optimization.stage)
     faults.parse(os.environ.get(faults.ENV, ""))
-    job = TrainJob(model=args.model, config=config, engine=args.engine, steps=args.steps,
-                   micro_batch=args.micro_batch, grad_accum=args.grad_accum,
-                   train_batch=args.train_batch, device=device, kernels=_kernels(args.kernels),
+    job = TrainJob(model=args.model, config=cfg.to_deepspeed_dict(), engine=args.engine,
+                   steps=args.steps, device=device, kernels=_kernels(args.kernels),
                    seed=args.seed, checkpoint_dir=args.checkpoint, resume=args.resume,
                    save_every=args.save_every)  # fmt: skip
+    report = functools.partial(_report, batch=cfg.batch)
     if env is not None and args.nproc is None:
-        run_under_torchrun(job, timeout_s=args.timeout, report=_report)
+        run_under_torchrun(job, timeout_s=args.timeout, report=report)
         return 0
     try:
         spawn_ranks("dsbench.training:train_loop", world, job, device_type=device,
-                    on_message=lambda rank, msg: _report(msg), timeout_s=10**7,
+                    on_message=lambda rank, msg: report(msg), timeout_s=10**7,
                     collective_timeout_s=args.timeout)  # fmt: skip
     except RankFailure as exc:
         print(f"dsbench: error: {exc}", file=sys.stderr)
