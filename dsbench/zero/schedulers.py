@@ -14,7 +14,7 @@ every *applied* optimizer step (never after an fp16 overflow skip). So the t-th 
 
     =============== ==========================================================================
     WarmupLR        min + (max − min)·γ(i) during warm-up, then max
-    WarmupDecayLR   the same warm-up, then max − (max − min)·… linearly to min at total_num_steps
+    WarmupDecayLR   the same warm-up, then linearly down to min at total_num_steps
     WarmupCosineLR  lr·ratio: warm-up from warmup_min_ratio to 1, then cosine down to cos_min_ratio
     OneCycle        triangle min → max → min over one cycle, then optional 1/(1 + rate·k) decay;
                     momentum (Adam's β1) cycled the other way, β2 set to 0.99
@@ -45,10 +45,14 @@ __all__ = [
 WARMUP_TYPES = ("log", "linear")
 
 
+@dataclass(kw_only=True, slots=True)
 class _Schedule(_Section):
     """Base of the scheduler sections: when each value applies (see the module docstring)."""
 
-    __slots__ = ()
+    last_batch_iteration: int = -1
+    """Scheduler step to start from: -1 = fresh; from a later one the constructor leaves the
+    optimizer's lr (and betas) for the first step, as DeepSpeed's does."""
+
     _PATH: ClassVar[str] = "scheduler.params"
     _MIN: ClassVar[Mapping[str, float]] = {"last_batch_iteration": -1}
     _REQUIRED: ClassVar[tuple[str, ...]] = ()
@@ -65,12 +69,6 @@ class _Schedule(_Section):
                     f"{self.NAME} needs scheduler.params.{name} (DeepSpeed has no default for it)"
                 )
         _Section.__post_init__(self)
-        warmup_type = getattr(self, "warmup_type", "log")
-        if warmup_type not in WARMUP_TYPES:
-            # DeepSpeed's WarmupLR falls back to 'log' with a warning; WarmupCosineLR fails later.
-            raise ConfigError(
-                f"scheduler.params.warmup_type must be 'log' or 'linear', got {_show(warmup_type)}"
-            )
 
     def lr_at(self, iteration: int, base_lr: float | None = None) -> float:
         """DeepSpeed's ``get_lr()`` at ``last_batch_iteration = iteration``; ``base_lr`` is the
@@ -120,7 +118,26 @@ def _warmup_gamma(iteration: int, n: int, warmup_type: str) -> float:
 
 
 @dataclass(kw_only=True, slots=True)
-class WarmupLRConfig(_Schedule):
+class _Warmup(_Schedule):
+    """What the three warm-up schedules share."""
+
+    warmup_num_steps: int = 1000
+    """Warm-up length in scheduler steps; DeepSpeed uses n = max(2, warmup_num_steps)."""
+    warmup_type: str = "log"
+    """'log' (default): γ = ln(i + 1)/ln(n); 'linear': γ = i/n."""
+
+    def __post_init__(self) -> None:
+        _Schedule.__post_init__(self)
+        if self.warmup_type not in WARMUP_TYPES:
+            # DeepSpeed's WarmupLR falls back to 'log' with a warning; WarmupCosineLR fails later.
+            raise ConfigError(
+                "scheduler.params.warmup_type must be 'log' or 'linear', "
+                f"got {_show(self.warmup_type)}"
+            )
+
+
+@dataclass(kw_only=True, slots=True)
+class WarmupLRConfig(_Warmup):
     """``WarmupLR``: from ``warmup_min_lr`` to ``warmup_max_lr`` over ``warmup_num_steps``, then
     constant."""
 
@@ -129,12 +146,6 @@ class WarmupLRConfig(_Schedule):
     warmup_max_lr: float | None = None
     """Learning rate after warm-up; None: the optimizer's lr (DeepSpeed's default; load_config
     fills it in from ``optimizer.params.lr``)."""
-    warmup_num_steps: int = 1000
-    """Warm-up length in scheduler steps; DeepSpeed uses max(2, warmup_num_steps)."""
-    warmup_type: str = "log"
-    """'log' (default): γ = ln(i + 1)/ln(n); 'linear': γ = i/n."""
-    last_batch_iteration: int = -1
-    """Scheduler step to start from (-1 = fresh)."""
 
     NAME: ClassVar[str] = "WarmupLR"
 
@@ -146,7 +157,7 @@ class WarmupLRConfig(_Schedule):
 
 
 @dataclass(kw_only=True, slots=True)
-class WarmupDecayLRConfig(_Schedule):
+class WarmupDecayLRConfig(_Warmup):
     """``WarmupDecayLR``: WarmupLR's warm-up, then linear decay to ``warmup_min_lr`` at
     ``total_num_steps``: γ = max(0, (total − i)/max(1, total − n))."""
 
@@ -156,12 +167,6 @@ class WarmupDecayLRConfig(_Schedule):
     """Learning rate at the start of warm-up and at the end of the decay."""
     warmup_max_lr: float = 0.001
     """Peak learning rate. Unlike WarmupLR, DeepSpeed's default is 0.001, not the optimizer's."""
-    warmup_num_steps: int = 1000
-    """Warm-up length; DeepSpeed uses max(2, warmup_num_steps)."""
-    warmup_type: str = "log"
-    """'log' or 'linear' warm-up."""
-    last_batch_iteration: int = -1
-    """Scheduler step to start from (-1 = fresh)."""
 
     NAME: ClassVar[str] = "WarmupDecayLR"
     _REQUIRED: ClassVar[tuple[str, ...]] = ("total_num_steps",)
@@ -188,7 +193,7 @@ def _warmup_lr(
 
 
 @dataclass(kw_only=True, slots=True)
-class WarmupCosineLRConfig(_Schedule):
+class WarmupCosineLRConfig(_Warmup):
     """``WarmupCosineLR``: the optimizer's lr times a ratio that warms up from
     ``warmup_min_ratio`` to 1 over n = max(2, warmup_num_steps) steps, then follows
     ``cos_min_ratio + (1 − cos_min_ratio)·(1 + cos(π·(i − n + 1)/(total − n)))/2`` (at least 0).
@@ -198,14 +203,8 @@ class WarmupCosineLRConfig(_Schedule):
     """Scheduler steps of the whole run (required, as in DeepSpeed)."""
     warmup_min_ratio: float = 0.0
     """Ratio at the start of warm-up."""
-    warmup_num_steps: int = 1000
-    """Warm-up length; DeepSpeed uses max(2, warmup_num_steps)."""
     cos_min_ratio: float = 0.0001
     """Ratio at the end of the cosine."""
-    warmup_type: str = "log"
-    """'log' or 'linear' warm-up."""
-    last_batch_iteration: int = -1
-    """Scheduler step to start from (-1 = fresh)."""
 
     NAME: ClassVar[str] = "WarmupCosineLR"
     _REQUIRED: ClassVar[tuple[str, ...]] = ("total_num_steps",)
@@ -268,8 +267,6 @@ class OneCycleConfig(_Schedule):
     """Upper β1 bound."""
     decay_mom_rate: float = 0.0
     """Post-cycle β1 growth rate: max_mom·(1 + rate·k/decay_step_size)."""
-    last_batch_iteration: int = -1
-    """Scheduler step to start from (-1 = fresh)."""
 
     NAME: ClassVar[str] = "OneCycle"
     _REQUIRED: ClassVar[tuple[str, ...]] = ("cycle_min_lr", "cycle_max_lr")
@@ -340,8 +337,6 @@ class LRRangeTestConfig(_Schedule):
     """Growth per interval."""
     lr_range_test_staircase: bool = False
     """Grow in stairs (floor of the interval) rather than continuously."""
-    last_batch_iteration: int = -1
-    """Scheduler step to start from (-1 = fresh)."""
 
     NAME: ClassVar[str] = "LRRangeTest"
     _MIN: ClassVar[Mapping[str, float]] = {
