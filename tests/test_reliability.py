@@ -200,8 +200,9 @@ def _flip(ck: Path) -> None:
     shard.write_bytes(bytes(data))
 
 
-def _foreign(ck: Path) -> None:
-    (ck / "global_step1" / "meta.json").write_text(json.dumps({"format": "something-else"}))
+def _edit_meta(ck: Path, **changes) -> None:
+    meta = ck / "global_step1" / "meta.json"
+    meta.write_text(json.dumps(json.loads(meta.read_text()) | changes))
 
 
 @pytest.mark.parametrize(
@@ -211,7 +212,9 @@ def _foreign(ck: Path) -> None:
         (_flip, r"global_step1/rank00000-of-00002.pt: corrupt"),
         (lambda ck: (ck / "global_step1" / "meta.json").write_text('{"form'),
          r"global_step1/meta.json: unreadable checkpoint metadata"),
-        (_foreign, r"global_step1: not a dsbench ZeRO checkpoint"),
+        (lambda ck: _edit_meta(ck, format="other"), r"global_step1: not a dsbench ZeRO checkp"),
+        (lambda ck: _edit_meta(ck, world_size="2"), r"meta.json: 'world_size' missing or not int"),
+        (lambda ck: _edit_meta(ck, version=9), r"checkpoint format version 9 is not one this"),
         (lambda ck: (ck / "global_step1" / "rank00000-of-00002.pt").unlink(),
          r"rank00000-of-00002.pt: missing \(the shard of rank 0 of 2\)"),
         (lambda ck: (ck / "latest").write_text("global_step9"), r"global_step9: checkpoint folder"),
@@ -227,6 +230,16 @@ def test_a_damaged_checkpoint_is_one_line_naming_the_file(saved, tmp_path, capsy
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and re.search(needle, err), err
+
+
+def test_a_version_1_checkpoint_without_digests_still_loads(saved, tmp_path):
+    ck = tmp_path / "ck"
+    shutil.copytree(saved / "ck", ck)
+    meta = json.loads((ck / "global_step1" / "meta.json").read_text())
+    del meta["shards"]
+    (ck / "global_step1" / "meta.json").write_text(json.dumps(meta | {"version": 1}))
+    assert verify(ck, world=2, stage=2)[1]["global_steps"] == 1
+    assert consolidate(ck).keys() == consolidate(saved / "ck").keys()
 
 
 def test_a_bad_fault_spec_is_one_line():

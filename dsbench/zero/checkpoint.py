@@ -45,6 +45,18 @@ VERSION = 2
 """1: the first; 2 adds ``shards`` (each shard file's ``bytes`` and ``sha256``) to meta.json."""
 
 
+_META_FIELDS = {
+    "world_size": int,
+    "stage": int,
+    "global_steps": int,
+    "micro_steps": int,
+    "skipped_steps": int,
+    "client_state": dict,
+    "layout": list,
+}
+"""What loading relies on in meta.json, with its type."""
+
+
 class CheckpointError(UsageError):
     """A checkpoint that cannot be used here; one line saying what it holds."""
 
@@ -207,6 +219,15 @@ def read_meta(directory: str | Path, tag: str | None = None) -> tuple[Path, dict
             f"{path}: checkpoint format version {meta.get('version')!r} is not one this "
             f"dsbench reads (1 to {VERSION})"
         )
+    for key, kind in _META_FIELDS.items():
+        if not isinstance(meta.get(key), kind) or isinstance(meta.get(key), bool):
+            raise CheckpointError(f"{path / 'meta.json'}: '{key}' missing or not {kind.__name__}")
+    shards = meta.get("shards", {})
+    if not isinstance(shards, dict) or not all(
+        isinstance(v, dict) and isinstance(v.get("bytes"), int) and isinstance(v.get("sha256"), str)
+        for v in shards.values()
+    ):
+        raise CheckpointError(f"{path / 'meta.json'}: 'shards' is not {{bytes, sha256}} per file")
     return path, meta
 
 
@@ -239,8 +260,8 @@ def _load_shard(path: Path, meta: dict, rank: int) -> dict:
     try:
         shard = torch.load(file, map_location="cpu", weights_only=True)
     except Exception as exc:
-        raise CheckpointError(f"{file}: unreadable shard ({type(exc).__name__}: {exc})"
-                              .splitlines()[0]) from None  # fmt: skip
+        why = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        raise CheckpointError(f"{file}: unreadable shard ({why})") from None
     if not isinstance(shard, dict) or not {"master", "exp_avg", "exp_avg_sq"} <= shard.keys():
         raise CheckpointError(f"{file}: not a dsbench ZeRO shard")
     return shard
@@ -309,8 +330,17 @@ def consolidate(directory: str | Path, tag: str | None = None) -> dict[str, torc
     """One fp32 state_dict from every rank's shard, without a process group."""
     path, meta = read_meta(directory, tag)
     shards = [_load_shard(path, meta, r)["master"] for r in range(meta["world_size"])]
+    try:
+        return _unflatten(shards, meta["layout"])
+    except (KeyError, TypeError, ValueError, RuntimeError) as exc:
+        why = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        raise CheckpointError(f"{path / 'meta.json'}: its layout does not fit the shards ({why})"
+                              ) from None  # fmt: skip
+
+
+def _unflatten(shards: list[torch.Tensor], layout: list[dict]) -> dict[str, torch.Tensor]:
     state, start = {}, 0
-    for b in meta["layout"]:
+    for b in layout:
         if b["sharded"]:  # rank r holds elements [r*owned, (r+1)*owned) of the bucket
             full = torch.cat([s[start : start + b["owned"]] for s in shards])
         else:
