@@ -32,6 +32,7 @@ CASES = [
     ("WarmupLR", {"warmup_min_lr": 1e-5, "warmup_max_lr": 2e-3, "warmup_num_steps": 300}),
     ("WarmupLR", {"warmup_min_lr": 0, "warmup_num_steps": 777, "warmup_type": "linear"}),
     ("WarmupLR", {"warmup_max_lr": 1e-3, "warmup_num_steps": 0}),  # max(2, n)
+    ("WarmupLR", {"warmup_num_steps": 500, "warmup_type": "cosine"}),  # DeepSpeed: 'log'
     ("WarmupDecayLR", {"total_num_steps": 4000}),
     (
         "WarmupDecayLR",

@@ -767,7 +767,7 @@ def test_warmup_max_lr_defaults_to_the_optimizers_lr():
     ("sched", "message"),
     [
         (
-            {"type": "WarmupLR", "params": {"warmup_type": "cosine"}},
+            {"type": "WarmupCosineLR", "params": {"total_num_steps": 9, "warmup_type": "cosine"}},
             "scheduler.params.warmup_type must be 'log' or 'linear', got \"cosine\"",
         ),
         (
@@ -779,6 +779,26 @@ def test_warmup_max_lr_defaults_to_the_optimizers_lr():
 )
 def test_scheduler_errors(sched, message):
     assert error_of(base(scheduler=sched)).startswith(f"ds_config: {message}")
+
+
+def test_unknown_warmup_type_warms_up_with_log_as_deepspeed_does():
+    """DeepSpeed's WarmupLR and WarmupDecayLR warn and use 'log' for any other warmup_type (public
+    configs write "cosine"); so do we, with one warning. "auto" (which the Trainer leaves) too."""
+    warnings = []
+    sched = {"type": "WarmupDecayLR", "params": {"total_num_steps": 9, "warmup_type": "cosine"}}
+    cfg = load(base(scheduler=sched), warnings=warnings)
+    assert cfg.scheduler.warmup_type == "log"
+    assert warnings == [
+        "ds_config: scheduler.params.warmup_type \"cosine\" is not 'log' or 'linear'; warming "
+        "up with 'log', as DeepSpeed does"
+    ]
+    assert cfg.to_deepspeed_dict()["scheduler"]["params"]["warmup_type"] == "cosine"
+    auto = {"type": "WarmupLR", "params": {"warmup_type": "auto"}}
+    cfg = load(base(scheduler=auto))
+    assert (
+        cfg.scheduler.warmup_type == "log"
+        and 'scheduler.params.warmup_type="log"' in (cfg.notes[0])
+    )
 
 
 def test_torch_schedulers_are_deepspeed_engine_only():

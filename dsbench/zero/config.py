@@ -52,7 +52,13 @@ from dsbench.zero.fields import (
     _show,
 )
 from dsbench.zero.loss_scaler import DynamicLossScaler, StaticLossScaler
-from dsbench.zero.schedulers import SCHEDULERS, SchedulerConfig, WarmupLRConfig
+from dsbench.zero.schedulers import (
+    SCHEDULERS,
+    WARMUP_TYPES,
+    SchedulerConfig,
+    WarmupDecayLRConfig,
+    WarmupLRConfig,
+)
 
 __all__ = [
     "BF16Config",
@@ -478,6 +484,7 @@ class _Reader:
     def __init__(self):
         self.autos: list[str] = []  # "auto" left for the batch resolution (batch sizes only)
         self.ignored: list[str] = []
+        self.warnings: list[str] = []  # one line each, passed to warn()
         self.unsupported: list[str] = []
 
     def section(self, raw: Mapping, key: str) -> dict:
@@ -650,10 +657,10 @@ def load_config(
     the Hugging Face Trainer fills it from its defaults (:mod:`dsbench.zero.hf_auto`; ``steps``
     is the run's step count and ``hidden_size`` the model's, for the "auto"s that need them).
     What the command line changed and what "auto" became are one line each in
-    :attr:`DSConfig.notes`. ``warn`` receives the (at most two) one-line warnings: unknown
-    top-level keys, and settings dsbench's engine ignores. ``for_engine="dsbench"`` refuses
-    settings dsbench's engine does not implement (pointing to ``--engine deepspeed``);
-    ``"deepspeed"`` only records them.
+    :attr:`DSConfig.notes`. ``warn`` receives the one-line warnings: a warmup_type DeepSpeed
+    replaces by 'log', unknown top-level keys, and settings dsbench's engine ignores.
+    ``for_engine="dsbench"`` refuses settings dsbench's engine does not implement (pointing to
+    ``--engine deepspeed``); ``"deepspeed"`` only records them.
     """
     if warn is None:
 
@@ -750,6 +757,8 @@ def load_config(
         **top,
     )
 
+    for message in reader.warnings:
+        warn(message)
     if unknown:
         valid = [*_TOP_IMPLEMENTED, *_TOP_NOT_IMPLEMENTED]
         listed = ", ".join(f"'{k}'{_closest(k, valid)}" for k in unknown)
@@ -897,4 +906,12 @@ def _read_scheduler(
         reader.take(params, "scheduler.params", key, kwargs)
     if cls is WarmupLRConfig and kwargs.get("warmup_max_lr") is None and optimizer is not None:
         kwargs["warmup_max_lr"] = optimizer.lr  # DeepSpeed: the optimizer's param-group lr
+    warmup_type = kwargs.get("warmup_type", "log")
+    if cls in (WarmupLRConfig, WarmupDecayLRConfig) and warmup_type not in WARMUP_TYPES:
+        # DeepSpeed's WarmupLR warns and warms up logarithmically (its WarmupCosineLR fails).
+        reader.warnings.append(
+            f"ds_config: scheduler.params.warmup_type {_show(warmup_type)} is not 'log' or "
+            "'linear'; warming up with 'log', as DeepSpeed does"
+        )
+        kwargs["warmup_type"] = "log"
     return cls(**kwargs)

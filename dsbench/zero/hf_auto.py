@@ -17,6 +17,8 @@ path                                                       value
 ``scheduler.params.warmup_max_lr``                         the optimizer's lr
 ``scheduler.params.warmup_num_steps``                      0 (``warmup_steps``)
 ``scheduler.params.total_num_steps``                       the run's steps (``max_steps``)
+``scheduler.params.warmup_type``                           "log" (left by the Trainer; DeepSpeed
+                                                           reads any unknown type as 'log')
 ``zero_optimization.reduce_bucket_size``                   hidden²
 ``zero_optimization.stage3_prefetch_bucket_size``          int(0.9·hidden²)
 ``zero_optimization.stage3_param_persistence_threshold``   10·hidden
@@ -48,6 +50,10 @@ TRAINER_DEFAULTS: dict[str, Any] = {
     "scheduler.params.warmup_num_steps": 0,
 }
 """Values that depend on nothing else."""
+
+DEEPSPEED_READS: dict[str, Any] = {"scheduler.params.warmup_type": "log"}
+""""auto"s the Trainer leaves alone, with what DeepSpeed makes of them (an unknown warmup_type is
+'log' to its WarmupLR and WarmupDecayLR)."""
 
 _OPTIMIZER_LR_DEFAULT = 1e-3
 """DeepSpeed's Adam/AdamW lr when ``optimizer.params`` has none (what warmup_max_lr follows)."""
@@ -113,6 +119,8 @@ def fill(
             value = given[path]
         elif path in TRAINER_DEFAULTS:
             value = TRAINER_DEFAULTS[path]
+        elif path in DEEPSPEED_READS:
+            value = DEEPSPEED_READS[path]
         elif path == "scheduler.params.warmup_max_lr":
             later.append(path)  # after the optimizer's lr is known
             continue

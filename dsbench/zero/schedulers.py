@@ -129,7 +129,8 @@ class _Warmup(_Schedule):
     def __post_init__(self) -> None:
         _Schedule.__post_init__(self)
         if self.warmup_type not in WARMUP_TYPES:
-            # DeepSpeed's WarmupLR falls back to 'log' with a warning; WarmupCosineLR fails later.
+            # DeepSpeed's WarmupCosineLR fails at its first step (load_config reads WarmupLR's and
+            # WarmupDecayLR's as DeepSpeed does: 'log', with a warning).
             raise ConfigError(
                 "scheduler.params.warmup_type must be 'log' or 'linear', "
                 f"got {_show(self.warmup_type)}"
