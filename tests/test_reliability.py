@@ -17,7 +17,6 @@ import sys
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 
 from dsbench import faults, results
@@ -52,6 +51,27 @@ def _train(config, *args, fault=None):
     cmd = [str(BIN / "dsbench"), "train", "--nproc", "2", "--config", str(config)]
     cmd += ["--model", "mlp", *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+
+
+def _children(pid: int) -> dict[int, str]:
+    """The live processes whose parent is ``pid``, with their command lines (from /proc)."""
+    out = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()  # after "pid (comm)"
+            cmdline = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            out[int(stat.parent.name)] = cmdline
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def _losses(stdout: str) -> dict[int, str]:
@@ -127,11 +147,9 @@ def test_a_benchmark_rank_killed_from_outside_is_named_with_its_case(tmp_path):
         lines.append(line)
         if line.startswith("[1/2]"):  # the first size is done, the ranks time the second
             break
-    ranks = [
-        c for c in psutil.Process(proc.pid).children() if "spawn_main" in " ".join(c.cmdline())
-    ]
+    ranks = [pid for pid, cmd in _children(proc.pid).items() if "spawn_main" in cmd]
     assert len(ranks) == 2, lines
-    ranks[-1].send_signal(signal.SIGKILL)
+    os.kill(ranks[-1], signal.SIGKILL)
     _, rest = proc.communicate(timeout=120)
     assert proc.returncode == 1, "".join(lines) + rest
     (path,) = tmp_path.glob("*/*.json")
@@ -301,7 +319,7 @@ def test_sigterm_of_dsbench_run_keeps_the_finished_benchmarks(tmp_path):
         lines.append(line)
         if line.startswith("[2/"):  # adamw and the first all-reduce done; ranks at work
             break
-    children = psutil.Process(proc.pid).children(recursive=True)
+    children = list(_children(proc.pid))  # the ranks and multiprocessing's resource tracker
     proc.send_signal(signal.SIGTERM)
     stdout, rest = proc.communicate(timeout=120)
     err = "".join(lines) + rest
@@ -317,7 +335,7 @@ def test_sigterm_of_dsbench_run_keeps_the_finished_benchmarks(tmp_path):
     assert results.read_run(path).doc["interrupted"]["finished"] == 2  # validates and loads
     assert not list(out.rglob(".tmp-*"))
     deadline = time.monotonic() + 10
-    while any(c.is_running() and c.status() != psutil.STATUS_ZOMBIE for c in children):
+    while any(_alive(pid) for pid in children):
         assert time.monotonic() < deadline, "ranks left running"
         time.sleep(0.2)
     assert not (_orphan_semaphores() - before)
