@@ -1,6 +1,8 @@
 """Run on spawned ranks by tests/test_zero_engine.py: train a small model with the ZeRO engine
 and with a single-process reference, and send what the test compares."""
 
+import os
+
 import torch
 import torch.distributed as dist
 from torch import nn
@@ -24,8 +26,11 @@ def loss_fn(model, x, y):
     return nn.functional.mse_loss(model(x), y)
 
 
-def reference(settings: ZeroSettings, steps: int, world: int, micro_bs: int) -> dict:
-    """Single process, fp32, torch.optim.AdamW on the global batch."""
+def reference(
+    settings: ZeroSettings, steps: int, world: int, micro_bs: int, scheduler: dict | None = None
+) -> dict:
+    """Single process, fp32, torch.optim.AdamW on the global batch; ``scheduler`` (a ds_config
+    ``scheduler`` section): DeepSpeed's own scheduler class, stepped after each optimizer step."""
     model = make_model()
     opt = torch.optim.AdamW(
         model.parameters(),
@@ -35,6 +40,11 @@ def reference(settings: ZeroSettings, steps: int, world: int, micro_bs: int) -> 
         weight_decay=settings.weight_decay,
         foreach=False,
     )
+    if scheduler is not None:
+        os.environ.setdefault("DS_ACCELERATOR", "cpu")
+        from deepspeed.runtime import lr_schedules
+
+        scheduler = getattr(lr_schedules, scheduler["type"])(opt, **scheduler["params"])
     losses = []
     for step in range(steps):
         opt.zero_grad()
@@ -46,14 +56,18 @@ def reference(settings: ZeroSettings, steps: int, world: int, micro_bs: int) -> 
         if settings.gradient_clipping:
             nn.utils.clip_grad_norm_(model.parameters(), settings.gradient_clipping)
         opt.step()
+        if scheduler is not None:
+            scheduler.step()
     return {n: p.detach().clone() for n, p in model.named_parameters()}
 
 
 def train(payload, *, device, send):
     """For each ZeroSettings in payload["cases"]: train, then rank 0 sends the final fp32 state
-    and the single-process reference's."""
+    and the single-process reference's (with payload["schedulers"][index], when given, driving
+    the reference's lr through DeepSpeed's scheduler class)."""
     steps, micro_bs = payload["steps"], payload["micro_bs"]
     rank, world = dist.get_rank(), dist.get_world_size()
+    schedulers = payload.get("schedulers") or [None] * len(payload["cases"])
     for index, settings in enumerate(payload["cases"]):
         model = make_model(seed=rank)  # different init per rank: the engine broadcasts rank 0's
         engine = ZeroEngine(model, settings)
@@ -66,7 +80,7 @@ def train(payload, *, device, send):
         state = engine.full_state_dict()
         engine.destroy()
         if rank == 0:
-            ref = reference(settings, steps, world, micro_bs)
+            ref = reference(settings, steps, world, micro_bs, schedulers[index])
             send({"index": index, "state": state, "reference": ref})
 
 

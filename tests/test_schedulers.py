@@ -272,26 +272,27 @@ def test_engine_trains_with_deepspeeds_schedules():
     β1 cycle and β2 = 0.99), within the engine tests' fp32 tolerance."""
     from dsbench.distributed import spawn_ranks
 
-    cases = []
+    cases, schedulers = [], []
     for name, params in ENGINE_CASES:
+        config = _config(name, params)
+        config["optimizer"]["params"]["weight_decay"] = 0.01
         for stage in (1, 3):
-            config = _config(name, params)
-            del config["train_batch_size"]  # the micro-batch comes with the payload
-            config["optimizer"]["params"]["weight_decay"] = 0.01
-            cases.append((stage, config))
+            config["zero_optimization"] = {"stage": stage}
+            cases.append(zero_settings(load_config(config, world_size=2, warn=lambda m: None)))
+            schedulers.append(config["scheduler"])
     got = {}
     spawn_ranks(
-        "tests._schedule_workers:train",
+        "tests._zero_workers:train",
         2,
-        {"cases": cases, "steps": 6, "micro_bs": 3},
+        {"cases": cases, "schedulers": schedulers, "steps": 6, "micro_bs": 3},
         on_message=lambda rank, msg: got.__setitem__(msg["index"], msg),
     )
     assert sorted(got) == list(range(len(cases)))
-    for index, (stage, config) in enumerate(cases):
+    for index, settings in enumerate(cases):
         ours, ref = got[index]["state"], got[index]["reference"]
         for name, want in ref.items():
             torch.testing.assert_close(
                 ours[name], want, atol=1e-5, rtol=1e-5,
-                msg=lambda m, c=config, s=stage, n=name: f"{c['scheduler']['type']} stage {s} "
-                f"{n}: {m}",
+                msg=lambda m, i=index, s=settings, n=name: f"{schedulers[i]['type']} stage "
+                f"{s.stage} {n}: {m}",
             )  # fmt: skip
