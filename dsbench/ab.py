@@ -397,14 +397,7 @@ def run_rounds(
             argv += ["--filter", pattern]
         launch.started = datetime.now(UTC).isoformat(timespec="seconds")
         t0 = time.perf_counter()
-        proc = subprocess.run(
-            argv,
-            cwd=workdir,
-            env=side_environ(sides[s], shims[s]),
-            capture_output=True,
-            text=True,
-            timeout=LAUNCH_TIMEOUT_S,
-        )
+        proc = run_child(argv, cwd=workdir, env=side_environ(sides[s], shims[s]))
         launch.wall_s = time.perf_counter() - t0
         if not launch.path.exists():
             raise LaunchFailed(
@@ -420,6 +413,32 @@ def run_rounds(
             f"{launch.wall_s:.0f} s, {ok}/{len(launch.run.doc['benchmarks'])} ok"
         )
     return per_side
+
+
+STOP_GRACE_S = 60.0
+"""How long an interrupted round's ``dsbench run`` gets to write what it finished."""
+
+
+def run_child(argv: list[str], **kwargs) -> subprocess.CompletedProcess:
+    """``subprocess.run(argv, capture_output=True, text=True)``, except that when this process
+    is interrupted (SIGINT, or SIGTERM under :func:`dsbench.interrupts.signals_raise`) the
+    child gets SIGTERM and up to :data:`STOP_GRACE_S` to write its partial result file and stop
+    its ranks (``subprocess.run`` would SIGKILL it), before the interrupt goes on."""
+    with subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs
+    ) as child:
+        try:
+            out, err = child.communicate(timeout=LAUNCH_TIMEOUT_S)
+        except BaseException:
+            if child.poll() is None:
+                child.terminate()
+                try:
+                    child.communicate(timeout=STOP_GRACE_S)
+                except subprocess.TimeoutExpired:
+                    child.kill()
+                    child.communicate()
+            raise
+    return subprocess.CompletedProcess(argv, child.returncode, out, err)
 
 
 class LaunchFailed(RuntimeError):

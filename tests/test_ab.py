@@ -227,3 +227,28 @@ def test_an_edit_to_the_tree_during_the_rounds_stops_the_ab(tmp_path):
         ab.LaunchFailed, match=r"changed during the rounds \(dsbench/b.py, kernels/a.py\)"
     ):
         ab.check_unchanged(tmp_path, before)
+
+
+def test_an_interrupted_ab_lets_the_rounds_process_finish_its_file(tmp_path):
+    """SIGTERM to `dsbench ab` reaches the round's `dsbench run` as SIGTERM (it writes the
+    cases it finished and stops its ranks), not as SIGKILL; then the interrupt goes on."""
+    import signal
+    import threading
+    import time
+
+    from dsbench.interrupts import Interrupted, signals_raise
+
+    marker = tmp_path / "partial.json"
+    child = tmp_path / "round.sh"
+    child.write_text(
+        f"trap 'echo finished > {marker}; exit 143' TERM\n"
+        "echo started; while :; do sleep 0.05; done\n"
+    )
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGTERM))
+    t0 = time.perf_counter()
+    with signals_raise(), pytest.raises(Interrupted) as exc:
+        timer.start()
+        ab.run_child(["sh", str(child)], cwd=tmp_path)
+    assert exc.value.exit_code == 143
+    assert marker.read_text() == "finished\n"
+    assert time.perf_counter() - t0 < 10
