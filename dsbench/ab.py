@@ -375,7 +375,6 @@ def run_rounds(
     plan = order(rounds, len(sides))
     names = ("baseline", "contender") if len(sides) == 2 else ("launch",)
     for pos, s in enumerate(plan):
-        check_unchanged(sides[s].tree, sources[sides[s].tree])
         launch = Launch(
             side=s, index=len(per_side[s]), order=pos, path=workdir / f"{pos:03d}-{names[s]}.json"
         )
@@ -405,7 +404,8 @@ def run_rounds(
                 f"{proc.returncode} without a result file: {_last(proc.stderr)}"
             )
         launch.run = results.read_run(launch.path)
-        check_unchanged(sides[s].tree, sources[sides[s].tree])  # edited during this round
+        # an edit since the start (between rounds or during this one) is found here
+        check_unchanged(sides[s].tree, sources[sides[s].tree])
         per_side[s].append(launch)
         ok = sum(r["status"] == "ok" for r in launch.run.doc["benchmarks"])
         progress(
