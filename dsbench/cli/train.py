@@ -67,8 +67,9 @@ def _kernels(text: str) -> dict[str, str]:
     return out
 
 
-def _report(msg, *, batch=None) -> None:
-    """Print a rank's message; ``batch`` (the effective BatchConfig) completes the start line."""
+def _report(msg, *, batch=None, offload: str = "") -> None:
+    """Print a rank's message; ``batch`` (the effective BatchConfig) and ``offload`` (what is
+    offloaded, :func:`dsbench.zero.offload_config.summary`) complete the start line."""
     kind, body = msg
     if kind == "warning":
         print(f"dsbench: warning: {body}", file=sys.stderr)
@@ -84,7 +85,8 @@ def _report(msg, *, batch=None) -> None:
             )
         print(
             f"training {body['params']:,} parameters on {body['world_size']} rank(s) with "
-            f"{body['engine']} (ZeRO stage {body['stage']}, {body['precision']}, batch "
+            f"{body['engine']} (ZeRO stage {body['stage']}{', ' + offload if offload else ''}, "
+            f"{body['precision']}, batch "
             f"{body['train_batch_size']}){per_rank}, from step {body['first_step']}",
             flush=True,
         )
@@ -115,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
     from dsbench.models import get_model
     from dsbench.training import TrainJob, run_under_torchrun, torchrun_env
     from dsbench.zero.config import load_config
+    from dsbench.zero.offload_config import summary
 
     path = Path(args.config)
     if not path.is_file():
@@ -160,7 +163,9 @@ def run(args: argparse.Namespace) -> int:
                    steps=args.steps, device=device, kernels=_kernels(args.kernels),
                    seed=args.seed, checkpoint_dir=args.checkpoint, resume=args.resume,
                    save_every=args.save_every)  # fmt: skip
-    report = functools.partial(_report, batch=cfg.batch)
+    z = cfg.zero_optimization
+    offload = summary(z.stage, z.offload_optimizer, z.offload_param)
+    report = functools.partial(_report, batch=cfg.batch, offload=offload)
     if env is not None and args.nproc is None:
         run_under_torchrun(job, timeout_s=args.timeout, report=report)
         return 0

@@ -62,6 +62,10 @@ def zero_settings(
         param_persistence_threshold=z.stage3_param_persistence_threshold,
         max_reuse_distance=z.stage3_max_reuse_distance,
         max_live_parameters=z.stage3_max_live_parameters,
+        # as in DeepSpeed, offload_optimizer does nothing at stage 0, offload_param below 3
+        offload_optimizer=z.offload_optimizer.enabled and z.stage >= 1,
+        offload_param=z.offload_param.enabled and z.stage == 3,
+        pin_memory=z.offload_optimizer.pin_memory or z.offload_param.pin_memory,
         kernels=dict(kernels or {}),
         fused_optimizer=fused_optimizer,
         grad_norm_every_step=grad_norm_every_step,
@@ -95,3 +99,15 @@ def build_engine(
 
         return build_deepspeed_engine(model, cfg, device=device, fused_optimizer=fused_optimizer)
     raise UsageError(choices_message("engine", kind, ENGINES))
+
+
+def loss_scale(engine) -> float | None:
+    """The engine's current fp16 loss scale, or None where there is none (bf16, fp32):
+    dsbench's dynamic or static scaler, or DeepSpeed's ZeRO optimizer's ``cur_scale``."""
+    if isinstance(engine, ZeroEngine):
+        scaler = engine.settings.loss_scaler
+        return float(scaler.scale) if scaler is not None else None
+    if not getattr(engine, "fp16_enabled", lambda: False)():
+        return None  # DeepSpeed's bf16/fp32 ZeRO optimizers keep a static scale of 1
+    scale = getattr(getattr(engine, "optimizer", None), "cur_scale", None)
+    return float(scale) if isinstance(scale, int | float) else None

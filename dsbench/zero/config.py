@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from dsbench.zero import hf_auto
+from dsbench.zero import hf_auto, offload_config
 from dsbench.zero.batch import resolve as resolve_batch
 from dsbench.zero.fields import (
     ConfigError,
@@ -52,6 +52,7 @@ from dsbench.zero.fields import (
     _show,
 )
 from dsbench.zero.loss_scaler import DynamicLossScaler, StaticLossScaler
+from dsbench.zero.offload_config import OffloadOptimizerConfig, OffloadParamConfig
 from dsbench.zero.schedulers import (
     SCHEDULERS,
     WARMUP_TYPES,
@@ -262,6 +263,10 @@ class ZeroConfig(_Section):
     stage3_max_live_parameters: int = 1_000_000_000
     """Stage 3: at most this many gathered parameter elements are kept that way (alias
     max_live_parameters)."""
+    offload_optimizer: OffloadOptimizerConfig = field(default_factory=OffloadOptimizerConfig)
+    """ZeRO-Offload of the optimizer state and step to host memory (stages 1–3)."""
+    offload_param: OffloadParamConfig = field(default_factory=OffloadParamConfig)
+    """Stage 3: parameter shards in host memory (:mod:`dsbench.zero.offload_config`)."""
 
     _PATH: ClassVar[str] = "zero_optimization"
 
@@ -296,10 +301,6 @@ def _enabled(value: Any) -> bool:
     if isinstance(value, dict):
         return bool(value.get("enabled", False))
     return _is_set(value)
-
-
-def _offload_on(value: Any) -> bool:
-    return isinstance(value, dict) and value.get("device", "none") not in ("none", None)
 
 
 # Active (True) means dsbench's engine must refuse; otherwise the key is ignored (harmless:
@@ -374,11 +375,6 @@ _ZERO_ALIASES = {
 }
 
 _ZERO_NOT_IMPLEMENTED: dict[str, Callable[[Any], bool]] = {
-    "offload_optimizer": _offload_on,
-    "offload_param": _offload_on,
-    "cpu_offload": _truthy,  # deprecated spelling of offload_optimizer
-    "cpu_offload_param": _truthy,  # deprecated spelling of offload_param
-    "cpu_offload_use_pin_memory": _never,
     "sub_group_size": _never,
     "round_robin_gradients": _never,
     "zero_hpz_partition_size": lambda v: v not in (None, 0, 1),
@@ -409,29 +405,6 @@ for _name in (
     "use_all_reduce_for_fetch_params",
 ):  # DeepSpeed accepts both the field name and its stage3_ alias
     _ZERO_NOT_IMPLEMENTED[_name] = _ZERO_NOT_IMPLEMENTED[f"stage3_{_name}"] = _never
-
-_OFFLOAD_KEYS = {
-    "offload_param": (
-        "device",
-        "nvme_path",
-        "buffer_count",
-        "buffer_size",
-        "max_in_cpu",
-        "pin_memory",
-    ),
-    "offload_optimizer": (
-        "device",
-        "nvme_path",
-        "buffer_count",
-        "pin_memory",
-        "pipeline_read",
-        "pipeline_write",
-        "fast_init",
-        "ratio",
-        "super_offload",
-        "cpuadam_cores_perc",
-    ),
-}
 
 _FP16_NOT_IMPLEMENTED = {"auto_cast": _truthy, "fp16_master_weights_and_grads": _truthy}
 _BF16_NOT_IMPLEMENTED = {
@@ -619,6 +592,10 @@ def _read_source(source: str | Path | Mapping) -> dict:
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError(
+                f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})"
+            ) from None
         where = f"{path}: "
     else:
         where = ""
@@ -630,6 +607,9 @@ def _read_source(source: str | Path | Mapping) -> dict:
         raise ConfigError(
             f"{where}not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from None
+    except (ValueError, RecursionError) as exc:  # json's limits: 4300 digits, nesting depth
+        what = "nested too deeply" if isinstance(exc, RecursionError) else "a number too long"
+        raise ConfigError(f"{where}not valid JSON: {what}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{where}the top level must be an object {{...}}, got {_kind(data)}")
     return data
@@ -798,27 +778,24 @@ def _read_zero(reader: _Reader, raw: dict) -> ZeroConfig:
     for alias, name in _ZERO_ALIASES.items():
         if alias in section and name in section:
             raise ConfigError(f"give zero_optimization.{name} or its alias {alias}, not both")
-    reader.keys(section, "zero_optimization", (*names, *_ZERO_ALIASES), _ZERO_NOT_IMPLEMENTED)
-    for name, keys in _OFFLOAD_KEYS.items():
-        sub = section.get(name)
-        if sub is None:
-            continue
-        path = f"zero_optimization.{name}"
-        if not isinstance(sub, dict):
-            raise ConfigError(f"{path} must be an object {{...}}, got {_show(sub)}")
-        for key in sub:
-            if key not in keys:
-                raise ConfigError(f"unknown key {path}.{key}{_closest(key, keys)}")
-        if sub.get("device", "none") not in ("none", "cpu", "nvme"):
-            raise ConfigError(
-                f"{path}.device must be 'none', 'cpu' or 'nvme', got {_show(sub['device'])}"
-            )
+    reader.keys(
+        section,
+        "zero_optimization",
+        (*names, *_ZERO_ALIASES, *offload_config.DEPRECATED),
+        _ZERO_NOT_IMPLEMENTED,
+    )
     kwargs: dict[str, Any] = {}
     for name in names:
-        reader.take(section, "zero_optimization", name, kwargs)
+        if name not in ("offload_optimizer", "offload_param"):
+            reader.take(section, "zero_optimization", name, kwargs)
     for alias, name in _ZERO_ALIASES.items():
         reader.take(section, "zero_optimization", alias, kwargs, name)
-    return ZeroConfig(**kwargs)
+    zero = ZeroConfig(**kwargs)
+    offload = offload_config.read_offload(section, zero.stage)
+    reader.unsupported += offload.unsupported
+    reader.ignored += offload.ignored
+    zero.offload_optimizer, zero.offload_param = offload.optimizer, offload.param
+    return zero
 
 
 def _read_optimizer(reader: _Reader, raw: dict) -> OptimizerConfig | None:

@@ -21,6 +21,12 @@ partitions:
   ``stage3_param_persistence_threshold`` elements (and parameters shared between modules) stay
   whole on every rank, in stage-2 style buckets.
 
+ZeRO-Offload (``offload_optimizer`` / ``offload_param`` with ``device: "cpu"``, stages 1–3 /
+stage 3): the fp32 master weights, the gradient shard and Adam's moments (and with
+``offload_param`` the parameter shards) live in host memory, the optimizer step runs there, and
+:mod:`dsbench.zero.offload` moves gradients to the host and weights back. On a CPU device the
+arithmetic is exactly that of the same stage without offload.
+
 Common to all stages: ``overlap_comm`` launches a bucket's collective from the gradient hook that
 completes it, while backward continues (see :mod:`dsbench.zero.comm`); ``contiguous_gradients``
 keeps gradients in one flat buffer instead of per-parameter tensors; fp16 (dynamic loss scaling:
@@ -47,8 +53,10 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from dsbench.errors import UsageError
 from dsbench.kernels import registry
 from dsbench.zero.comm import Comm, Handle
+from dsbench.zero.offload import HOST, HostCopies
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,6 +102,13 @@ class ZeroSettings:
     """Registry implementation per op (``adamw``, ``allreduce``...); missing: the default."""
     fused_optimizer: bool | None = None
     """Passed to the ``adamw`` kernel as ``fused`` (torch's fused kernel; others ignore it)."""
+    offload_optimizer: bool = False
+    """ZeRO-Offload: fp32 master weights, gradient shard and Adam moments in host memory, the
+    optimizer step on the host (stages 1–3)."""
+    offload_param: bool = False
+    """Stage 3: parameter shards in host memory, copied to the device to be gathered."""
+    pin_memory: bool = False
+    """Page-locked host buffers for what is offloaded (GPU devices; ignored on CPU)."""
     grad_norm_every_step: bool = False
     """Compute the global gradient norm at every optimizer step, also when neither clipping nor
     the loss scaler needs it, as DeepSpeed's ZeRO optimizers do (:meth:`ZeroEngine.
@@ -105,6 +120,10 @@ class ZeroSettings:
             raise ValueError(f"stage must be 0, 1, 2 or 3, got {self.stage}")
         if self.grad_accum < 1:
             raise ValueError(f"grad_accum must be >= 1, got {self.grad_accum}")
+        if self.offload_optimizer and self.stage == 0:
+            raise ValueError("offload_optimizer needs stage 1, 2 or 3")
+        if self.offload_param and self.stage != 3:
+            raise ValueError("offload_param needs stage 3")
 
 
 class _Bucket:
@@ -122,6 +141,7 @@ class _Bucket:
         self.ready = 0  # parameters whose gradient arrived in this backward
         # set by the engine:
         self.master: torch.Tensor | None = None  # fp32 owned slice (optimizer input)
+        self.master_is_param = False  # fp32 on the parameters' device: master is the storage
         self.grad: torch.Tensor | None = None  # fp32 owned gradient (optimizer input)
         self.exp_avg: torch.Tensor | None = None
         self.exp_avg_sq: torch.Tensor | None = None
@@ -166,7 +186,10 @@ class ZeroEngine:
         )
         self.dtype = s.dtype
         self.comm = Comm(group, s.kernels, self.device)
-        self._adamw = registry.get("adamw", s.kernels.get("adamw")).load()
+        offload = s.offload_optimizer or s.offload_param
+        self._host = HostCopies(self.device, s.pin_memory) if offload else None
+        self.opt_device = HOST if s.offload_optimizer else self.device  # where the step runs
+        self._adamw = self._optimizer_kernel()
         self.micro_steps = 0
         self.global_steps = 0  # optimizer steps applied
         self.skipped_steps = 0
@@ -183,6 +206,23 @@ class ZeroEngine:
             self._build_buckets(params)
         self._build_optimizer_state()
         self._register_grad_hooks()
+
+    def _optimizer_kernel(self) -> Callable:
+        s = self.settings
+        impl = registry.get("adamw", s.kernels.get("adamw"))
+        if s.offload_optimizer:
+            ok, why = impl.available("cpu")
+            if not ok:  # the step runs on host tensors
+                raise UsageError(
+                    f"adamw implementation '{impl.name}' cannot run the offloaded optimizer step "
+                    f"on the host ({why}); choose one of: "
+                    + ", ".join(
+                        n
+                        for n in registry.names("adamw")
+                        if registry.get("adamw", n).available("cpu")[0]
+                    )
+                )
+        return impl.load()
 
     # ------------------------------------------------------------------ layout
 
@@ -256,7 +296,8 @@ class ZeroEngine:
                 unit = _Bucket(own, self.world, self.rank, sharded=True)
                 unit.module = module
                 full = unit.flatten([p.data for p in own], self.dtype, self.device)
-                unit.shard = full[unit.lo : unit.lo + unit.owned].clone()
+                mine = full[unit.lo : unit.lo + unit.owned]
+                unit.shard = self._host.host_copy(mine) if s.offload_param else mine.clone()
                 unit.gathered, unit.gather_handle = None, None
                 self._release(unit)
                 self.units.append(unit)
@@ -281,7 +322,10 @@ class ZeroEngine:
             return
         full = torch.empty(unit.padded, dtype=self.dtype, device=self.device)
         unit.gather_buffer = full
-        unit.gather_handle = self.comm.allgather(full, unit.shard)
+        shard = unit.shard
+        if shard.device != self.device:  # offload_param: the shard comes from host memory
+            shard = shard.to(self.device, non_blocking=self._host.pin)
+        unit.gather_handle = self.comm.allgather(full, shard)
 
     def _gather(self, unit: _Bucket) -> None:
         self._start_gather(unit)
@@ -358,38 +402,45 @@ class ZeroEngine:
 
     # ------------------------------------------------------------------ optimizer state
 
+    def _zeros(self, numel: int) -> torch.Tensor:
+        """fp32 optimizer-side storage: on the device, or host memory when offloaded."""
+        if self.settings.offload_optimizer:
+            return self._host.empty(numel)
+        return torch.zeros(numel, device=self.opt_device)
+
     def _build_optimizer_state(self) -> None:
-        """fp32 master weights, gradients and Adam moments for the owned slices only."""
+        """fp32 master weights, gradients and Adam moments for the owned slices only (on the
+        device, or in host memory with offload_optimizer)."""
         everything = self.buckets + self.units
         owned = sum(b.owned for b in everything)
-        fp32 = self.dtype == torch.float32
-        self._master_flat = None if fp32 else torch.empty(owned, device=self.device)
-        self._grad_flat = (
-            torch.zeros(owned, device=self.device) if self.settings.contiguous_gradients else None
-        )
-        self._m_flat = torch.zeros(owned, device=self.device)
-        self._v_flat = torch.zeros(owned, device=self.device)
+        current = [
+            b.shard
+            if b in self.units
+            else self.flat_params[b.start + b.lo : b.start + b.lo + b.owned]
+            for b in everything
+        ]
+        # fp32 compute with the parameters where the step runs: the owned parameters are the
+        # master copy; otherwise a separate fp32 master
+        aliased = [self.dtype == torch.float32 and c.device == self.opt_device for c in current]
+        self._master_flat = None if all(aliased) else self._zeros(owned)
+        self._grad_flat = self._zeros(owned) if self.settings.contiguous_gradients else None
+        self._m_flat = self._zeros(owned)
+        self._v_flat = self._zeros(owned)
         start = 0
-        for b in everything:
+        for b, cur, alias in zip(everything, current, aliased, strict=True):
             sl = slice(start, start + b.owned)
-            current = (
-                b.shard
-                if b in self.units
-                else self.flat_params[b.start + b.lo : b.start + b.lo + b.owned]
-            )
-            if fp32:
-                b.master = current  # fp32 compute: the owned parameters are the master copy
+            b.master_is_param = alias
+            if alias:
+                b.master = cur
             else:
                 b.master = self._master_flat[sl]
-                b.master.copy_(current.float())
-            b.grad = (
-                self._grad_flat[sl]
-                if self._grad_flat is not None
-                else torch.zeros(b.owned, device=self.device)
-            )
+                b.master.copy_(cur.float())
+            b.grad = self._grad_flat[sl] if self._grad_flat is not None else self._zeros(b.owned)
             b.exp_avg, b.exp_avg_sq = self._m_flat[sl], self._v_flat[sl]
             start += b.owned
-        self._steps = [torch.zeros((), dtype=torch.float32, device=self.device) for _ in everything]
+        self._steps = [
+            torch.zeros((), dtype=torch.float32, device=self.opt_device) for _ in everything
+        ]
 
     # ------------------------------------------------------------------ backward
 
@@ -427,7 +478,8 @@ class ZeroEngine:
             full.div_(self.world)  # fp16: pre-divide so the sum cannot overflow
         accumulate = s.stage >= 2 or b in self.units
         if b.owned != b.padded and s.reduce_scatter:
-            if not accumulate and b.grad.dtype == self.dtype:  # straight into the owned gradient
+            if not accumulate and b.grad.dtype == self.dtype and b.grad.device == self.device:
+                # straight into the owned gradient
                 out = b.grad
             else:
                 out = torch.empty(b.owned, dtype=self.dtype, device=self.device)
@@ -443,7 +495,9 @@ class ZeroEngine:
             if self.dtype != torch.float16:
                 # a fresh reduce-scatter output (or fp32 copy) is divided in place
                 g = g.div_(self.world) if fresh or g is not out else g / self.world
-            if accumulate:
+            if b.grad.device != g.device:  # offload_optimizer: the shard is in host memory
+                self._host.grad_to_host(id(b), g, b.grad, accumulate)
+            elif accumulate:
                 b.grad.add_(g)
             elif g is not b.grad:
                 b.grad.copy_(g)
@@ -473,6 +527,8 @@ class ZeroEngine:
                 self._reduce(b)
             b.ready = 0
         self._drain()
+        if self._host is not None:
+            self._host.flush()
         if self.units:
             self._recording = False
             if not self._keep_until_step():
@@ -493,9 +549,10 @@ class ZeroEngine:
 
     def _global_sq_norm(self) -> torch.Tensor:
         """Sum of squared gradients over all owned slices, summed over ranks (stage >= 1)."""
-        local = torch.zeros((), device=self.device)
+        local = torch.zeros((), device=self.opt_device)
         for b in self._all_owned():
             local += b.grad.double().square().sum().float()
+        local = local.to(self.device)  # offload: the collective runs on the device
         if self.settings.stage >= 1:
             self.comm.call(lambda: dist.all_reduce(local, group=self.group)).wait()
         return local
@@ -513,6 +570,8 @@ class ZeroEngine:
             return False
         s = self.settings
         owned = self._all_owned()
+        if self._host is not None:
+            self._host.before_host_writes()
         inv_scale = 1.0 / s.loss_scaler.scale if s.loss_scaler is not None else 1.0
         if inv_scale != 1.0:
             for b in owned:
@@ -558,21 +617,28 @@ class ZeroEngine:
 
     def _publish_params(self) -> None:
         """Copy the stepped fp32 masters into the compute-dtype parameters, gathering shards."""
-        fp32 = self.dtype == torch.float32
         for u in self.units:
             self._release(u)  # a gathered copy is stale now
-            if not fp32:
-                u.shard.copy_(u.master)
+            if not u.master_is_param:
+                self._copy_weights(u.shard, u.master)
         handles = []
         for b in self.buckets:
             full = self.flat_params[b.start : b.start + b.padded]
             mine = full[b.lo : b.lo + b.owned]
-            if not fp32:
-                mine.copy_(b.master)
+            if not b.master_is_param:
+                self._copy_weights(mine, b.master)
             if b.owned != b.padded:  # sharded: every rank gathers the others' updated slices
                 handles.append(self.comm.allgather(full, mine.clone()))
+        if self._host is not None:
+            self._host.published()
         for h in handles:
             h.wait()
+
+    def _copy_weights(self, dst: torch.Tensor, master: torch.Tensor) -> None:
+        if dst.device != master.device:  # offload: host master -> device parameters
+            self._host.to_device(dst, master)
+        else:
+            dst.copy_(master)
 
     # ------------------------------------------------------------------ misc
 
@@ -586,7 +652,7 @@ class ZeroEngine:
         for b in self._all_owned():
             full = torch.empty(b.padded, device=self.device)
             if b.owned != b.padded:
-                self.comm.allgather(full, b.master.clone()).wait()
+                self.comm.allgather(full, b.master.to(self.device, copy=True)).wait()
             else:
                 full.copy_(b.master)
             for p, off, n, shape in zip(b.params, b.offsets, b.numels, b.shapes, strict=True):
