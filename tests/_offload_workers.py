@@ -12,21 +12,26 @@ from dsbench.zero.config import load_config
 
 
 def runs(payload, *, device, send):
-    """payload["runs"]: [(engine, ds_config)]; payload["steps"]: optimizer steps each."""
-    for index, (engine_name, config) in enumerate(payload["runs"]):
-        out = _run(payload["model"], engine_name, config, payload["steps"], device)
+    """payload["runs"]: [(engine, ds_config, fused_optimizer)]; payload["steps"]: optimizer
+    steps each."""
+    for index, (engine_name, config, fused) in enumerate(payload["runs"]):
+        out = _run(payload["model"], engine_name, config, payload["steps"], device, fused)
         if dist.get_rank() == 0:
             send({"index": index, **out})
 
 
-def _run(model: str, engine_name: str, config: dict, steps: int, device: str) -> dict:
+def _run(
+    model: str, engine_name: str, config: dict, steps: int, device: str, fused: bool | None
+) -> dict:
     world, rank = dist.get_world_size(), dist.get_rank()
     preset = get_model(model)
     cfg = load_config(config, world_size=world, warn=lambda m: None, for_engine=engine_name)
     if device.startswith("cuda"):
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
-    engine = build_engine(engine_name, preset.build(seed=0), cfg, device=device)
+    engine = build_engine(
+        engine_name, preset.build(seed=0), cfg, device=device, fused_optimizer=fused
+    )
     dtype = DTYPES[cfg.precision]
     gas, micro_bs = cfg.batch.gradient_accumulation_steps, cfg.batch.train_micro_batch_size_per_gpu
     curve = []
