@@ -5,7 +5,21 @@ from collections.abc import Iterable
 
 
 class UsageError(Exception):
-    """Bad input from the user (CLI argument, config, selector, file): one line, exit 2."""
+    """Bad input from the user (CLI argument, config, selector, file): one line, exit 2.
+
+    The message is one line whatever it quotes: a key or value read from a file may hold line
+    breaks or other unprintable characters, which are escaped as Python writes them (``\\n``).
+    """
+
+    def __init__(self, message: str = ""):
+        super().__init__(one_line(str(message)))
+
+
+def one_line(text: str) -> str:
+    """``text`` with every unprintable character (line breaks included) escaped: 'a\\nb'."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def choices_message(kind: str, given: str, valid: Iterable[str]) -> str:

@@ -145,7 +145,7 @@ def _runs(
 ) -> list:
     got = {}
     spawn_ranks(
-        "tests._offload_workers:runs",
+        "tests._ds_config_workers:runs",
         2,
         {"model": "mlp", "runs": runs, "steps": steps},
         device_type=device_type,

@@ -578,7 +578,7 @@ def test_keys_dsbench_ignores_one_warning_and_recorded():
     )
     assert cfg.unsupported == ()
     assert set(cfg.ignored_keys) == {
-        "activation_checkpointing",
+        "activation_checkpointing.partition_activations",
         "comms_logger",
         "flops_profiler",
         "tensorboard",
@@ -1013,8 +1013,10 @@ def test_real_world_details():
     warnings = []
     mega = load(CONFIGS / "dse_megatron_zero2.json", 2, warnings=warnings)
     assert warnings == [
-        "ds_config: dsbench's engine ignores these DeepSpeed settings: activation_checkpointing"
+        "ds_config: dsbench's engine ignores these DeepSpeed settings: "
+        "activation_checkpointing.partition_activations"
     ]
+    assert mega.activation_checkpointing.enabled  # the model's blocks are checkpointed
     assert (
         mega.batch.train_micro_batch_size_per_gpu,
         mega.gradient_clipping,

@@ -17,6 +17,7 @@ import functools
 import torch
 
 from dsbench.errors import UsageError, choices_message
+from dsbench.models.checkpointing import checkpoint_blocks
 from dsbench.zero.config import DSConfig
 from dsbench.zero.engine import ZeroEngine, ZeroSettings
 
@@ -85,7 +86,12 @@ def build_engine(
     """An engine with ``module``, ``backward(loss)``, ``step()`` and ``destroy()``.
 
     ``kernels`` and ``grad_norm_every_step`` apply to dsbench's engine only (DeepSpeed has its
-    own collectives and computes the global gradient norm every step anyway)."""
+    own collectives and computes the global gradient norm every step anyway). With an
+    ``activation_checkpointing`` section, the model's blocks are checkpointed first, for either
+    engine (:mod:`dsbench.models.checkpointing`)."""
+    ac = cfg.activation_checkpointing
+    if ac.enabled:
+        checkpoint_blocks(model, ac.number_checkpoints)
     if kind == "dsbench":
         settings = zero_settings(
             cfg,

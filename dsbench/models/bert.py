@@ -157,6 +157,10 @@ class Bert(nn.Module):
         """BERT's init: N(0, 0.02) weights and embeddings, zero biases, unit LayerNorms."""
         init_weights_(self, seed, std=0.02)
 
+    def checkpoint_units(self) -> list[nn.Module]:
+        """Blocks for activation checkpointing: the encoder layers."""
+        return list(self.layers)
+
     def forward(
         self,
         input_ids: torch.Tensor,

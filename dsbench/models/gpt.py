@@ -191,6 +191,10 @@ class GPT(nn.Module):
             residual_suffixes=("attn.proj.weight", "mlp.proj.weight"),
         )
 
+    def checkpoint_units(self) -> list[nn.Module]:
+        """Blocks for activation checkpointing: the transformer blocks."""
+        return list(self.blocks)
+
     def forward(
         self, input_ids: torch.Tensor, cache: KVCache | None = None, last_only: bool = False
     ) -> torch.Tensor:

@@ -68,6 +68,10 @@ class MLP(nn.Module):
         # dtype, as torch.autocast would.
         return self.net(x.to(self.net[0].weight.dtype))
 
+    def checkpoint_units(self) -> list[nn.Module]:
+        """Blocks for activation checkpointing: the whole network (two layers)."""
+        return [self.net]
+
     def init_weights(self, seed: int) -> None:
         """``nn.Linear``'s default init, drawn from ``seed``."""
         init_linear_default_(self, seed)

@@ -40,6 +40,14 @@ Rows, per model and stage (parameters ``engine``, ``comm``, ``kernels``):
   ds_config keeps ``torch_adam``, so DeepSpeed's FusedAdam, a JIT-built op, is not used): there
   the ``best`` rows compare different optimizer implementations.
 
+``train_step_offload`` (the same setup, a second benchmark so the rows above keep their ids): the
+first model at stages 2 and 3 with ZeRO-Offload, both engines, ``comm=native``, ``kernels=best``;
+``offload=optimizer`` is ``offload_optimizer.device: "cpu"``, ``offload=optimizer+param`` adds
+``offload_param`` (stage 3). dsbench's engine steps on the host with torch's fused AdamW
+(whatever ``kernels=best`` picks on the device), DeepSpeed with ``torch.optim.AdamW`` (fused).
+On CPUs host and device memory are one, so these rows measure the offload code paths' overhead;
+on GPUs they show the memory the device saves and what the copies cost.
+
 The three rows of one (model, stage, kernels) are timed in alternating rounds inside one launch
 (``interleave``: dsbench native, DeepSpeed native, dsbench shm, then the reverse, ...).
 
@@ -102,13 +110,43 @@ def _grid(suite: str, ctx: Context) -> dict[str, list]:
     }
 
 
+def _offload_grid(suite: str, ctx: Context) -> dict[str, list]:
+    grid = _grid(suite, ctx)
+    return {
+        **grid,
+        "model": grid["model"][:1],
+        "comm": ["native"],
+        "stage": [2, 3],
+        "kernels": ["best"],
+        "offload": ["optimizer", "optimizer+param"],
+    }
+
+
+def _offload_keep(params: dict) -> bool:
+    return params["offload"] == "optimizer" or params["stage"] == 3
+
+
 def _keep(params: dict) -> bool:
     """DeepSpeed has its own comm layer over torch.distributed: only ``comm=native`` rows."""
     return params["engine"] == "dsbench" or params["comm"] == "native"
 
 
 def ds_config(params: dict, world: int) -> dict:
-    """The seed article's ZeRO config shape, for the case's stage, precision and batch."""
+    """The seed article's ZeRO config shape, for the case's stage, precision and batch (and
+    offload, ``train_step_offload``)."""
+    zero = {
+        "stage": params["stage"],
+        "overlap_comm": True,
+        "contiguous_gradients": True,
+        "reduce_scatter": True,
+        "reduce_bucket_size": 50_000_000,
+        "allgather_bucket_size": 50_000_000,
+    }
+    offload = params.get("offload", "")
+    if "optimizer" in offload:
+        zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
+    if "param" in offload:
+        zero["offload_param"] = {"device": "cpu", "pin_memory": True}
     return {
         "train_micro_batch_size_per_gpu": params["micro_batch"],
         "gradient_accumulation_steps": params["grad_accum"],
@@ -119,14 +157,7 @@ def ds_config(params: dict, world: int) -> dict:
         },
         "fp16": {"enabled": params["dtype"] == "float16"},
         "bf16": {"enabled": params["dtype"] == "bfloat16"},
-        "zero_optimization": {
-            "stage": params["stage"],
-            "overlap_comm": True,
-            "contiguous_gradients": True,
-            "reduce_scatter": True,
-            "reduce_bucket_size": 50_000_000,
-            "allgather_bucket_size": 50_000_000,
-        },
+        "zero_optimization": zero,
     }
 
 
@@ -149,6 +180,8 @@ def case_kernels(params: dict, device: str) -> dict[str, str]:
     cuda, triton, then torch) or torch's (``kernels=torch``). Raises Skip when ``comm`` cannot run
     here."""
     preference = ["cuda", "triton", "torch"] if params["kernels"] == "best" else ["torch"]
+    if params.get("offload"):  # the step runs on host tensors
+        preference = ["torch"]
     chosen = {"adamw": next(n for n in preference if _runs_here("adamw", n, device)[0])}
     for op in COLLECTIVES:
         ok, why = _runs_here(op, params["comm"], device)
@@ -210,11 +243,12 @@ def dsbench_notes(engine) -> dict:
     adamw = registry.get("adamw", used["adamw"])
     optimizer = {"registry": f"adamw={adamw.name} ({adamw.target})"}
     if adamw.name == "torch":
-        like_masters = [torch.empty(0, device=engine.device)]  # fp32, on the engine's device
+        like_masters = [torch.empty(0, device=engine.opt_device)]  # fp32, where the step runs
         optimizer.update(
             runs="torch.optim's functional adamw, "
-            + _torch_adamw_path(s.fused_optimizer, None, like_masters),
-            fused=s.fused_optimizer,
+            + _torch_adamw_path(engine._fused, None, like_masters)
+            + (" on the host (offload_optimizer)" if s.offload_optimizer else ""),
+            fused=engine._fused,
             foreach=None,
         )
     else:
@@ -314,10 +348,19 @@ def _setup(params: dict, ctx: Context) -> Case:
         "world_size": world,
         "train_batch_size": samples,
         **(deepspeed_notes(engine) if deepspeed else dsbench_notes(engine)),
+        **({"offload": _offload_note(cfg, ctx.gpu)} if params.get("offload") else {}),
         "grad_norm": GRAD_NORM,
         "work_differences": WORK_DIFFERENCES,
     }
     return Case(fn=train_step, work=work, notes=notes, teardown=engine.destroy)
+
+
+def _offload_note(cfg, gpu: bool) -> str:
+    from dsbench.zero.offload_config import summary
+
+    z = cfg.zero_optimization
+    pinned = "page-locked host buffers" if gpu else "pin_memory has no effect without a GPU"
+    return f"{summary(z.stage, z.offload_optimizer, z.offload_param)} ({pinned})"
 
 
 TRAINING = Benchmark(
@@ -356,4 +399,17 @@ TRAINING = Benchmark(
     suites=("training",),
 )
 
-BENCHMARKS = [TRAINING]
+TRAINING_OFFLOAD = Benchmark(
+    name="train_step_offload",
+    description="one optimizer step of ZeRO training with CPU offload of the optimizer (and at "
+    "stage 3 the parameters), dsbench engine and DeepSpeed, over N ranks",
+    grid=_offload_grid,
+    setup=_setup,
+    metrics=TRAINING.metrics,
+    ranks_param="ranks",
+    interleave=("engine",),
+    keep=_offload_keep,
+    suites=("training",),
+)
+
+BENCHMARKS = [TRAINING, TRAINING_OFFLOAD]

@@ -40,7 +40,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+from dsbench.errors import one_line
 from dsbench.zero import hf_auto, offload_config
+from dsbench.zero.activation_config import (
+    ActivationCheckpointingConfig,
+    read_activation_checkpointing,
+)
 from dsbench.zero.batch import resolve as resolve_batch
 from dsbench.zero.fields import (
     ConfigError,
@@ -195,6 +200,14 @@ class FP16Config(_Section):
     _PATH: ClassVar[str] = "fp16"
     _MIN: ClassVar[Mapping[str, float]] = {"loss_scale_window": 1, "hysteresis": 1}
 
+    def __post_init__(self) -> None:
+        _Section.__post_init__(self)
+        if self.initial_scale_power > 127:  # 2**power of a huge power never finishes
+            raise ConfigError(
+                "fp16.initial_scale_power must be at most 127 (2**127 is the largest power of "
+                f"two a float32 holds), got {self.initial_scale_power}"
+            )
+
     @property
     def dynamic(self) -> bool:
         return self.loss_scale == 0
@@ -306,7 +319,6 @@ def _enabled(value: Any) -> bool:
 # Active (True) means dsbench's engine must refuse; otherwise the key is ignored (harmless:
 # logging, monitoring, checkpoint I/O, or memory/speed tuning that leaves the numbers alone).
 _TOP_NOT_IMPLEMENTED: dict[str, Callable[[Any], bool]] = {
-    "activation_checkpointing": _never,  # only for models that call DeepSpeed's checkpoint API
     "aio": _never,
     "allgather_size": _never,  # the old boolean zero_optimization format
     "amp": _enabled,
@@ -365,6 +377,7 @@ _TOP_IMPLEMENTED = (
     "zero_optimization",
     "steps_per_print",
     "wall_clock_breakdown",
+    "activation_checkpointing",
 )
 
 _ZERO_ALIASES = {
@@ -395,7 +408,8 @@ _ZERO_NOT_IMPLEMENTED: dict[str, Callable[[Any], bool]] = {
     "override_module_apply": _never,
     "log_trace_cache_warnings": _never,
     "enable_sanity_checks": _never,
-    "leaf_module": _never,
+    # ZeRO-3 leaf modules (mixture-of-experts blocks gathered whole): refused when any is named
+    "leaf_module": lambda v: isinstance(v, dict) and any(v.get(k) for k in v),
     "stage3_gather_fp16_weights_on_model_save": _never,  # deprecated spelling
 }
 for _name in (
@@ -444,7 +458,7 @@ _BATCH_KEYS = ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_a
 def _describe(path: str, value: Any) -> str:
     """``path=value`` for a refused setting; for a section, the switch that turned it on."""
     if isinstance(value, dict):
-        for switch in ("device", "enabled"):
+        for switch in ("device", "enabled", "autotp_size"):
             if switch in value:
                 return f"{path}.{switch}={_show(value[switch])}"
         return path
@@ -527,6 +541,10 @@ class DSConfig(_Section):
     """bf16 mixed precision."""
     zero_optimization: ZeroConfig = field(default_factory=ZeroConfig)
     """ZeRO stage and communication settings."""
+    activation_checkpointing: ActivationCheckpointingConfig = field(
+        default_factory=ActivationCheckpointingConfig
+    )
+    """Recompute the model's blocks in backward (:mod:`dsbench.zero.activation_config`)."""
     steps_per_print: int | None = None
     """Log every this many steps (DeepSpeed's default: None, never)."""
     wall_clock_breakdown: bool = False
@@ -692,6 +710,11 @@ def load_config(
     bf16_key = "bfloat16" if "bfloat16" in raw else "bf16"
     bf16 = _read_precision(reader, raw, bf16_key, bf16_key, BF16Config, _BF16_NOT_IMPLEMENTED)
     zero = _read_zero(reader, raw)
+    checkpointing, ac_ignored, ac_warnings = read_activation_checkpointing(
+        raw.get("activation_checkpointing")
+    )
+    reader.ignored += ac_ignored
+    reader.warnings += ac_warnings
     optimizer = _read_optimizer(reader, raw)
     scheduler = _read_scheduler(reader, raw, optimizer)
 
@@ -729,6 +752,7 @@ def load_config(
         fp16=fp16,
         bf16=bf16,
         zero_optimization=zero,
+        activation_checkpointing=checkpointing,
         ignored_keys=tuple(reader.ignored),
         unsupported=tuple(reader.unsupported),
         unknown_keys=tuple(unknown),
@@ -741,7 +765,7 @@ def load_config(
         warn(message)
     if unknown:
         valid = [*_TOP_IMPLEMENTED, *_TOP_NOT_IMPLEMENTED]
-        listed = ", ".join(f"'{k}'{_closest(k, valid)}" for k in unknown)
+        listed = ", ".join(f"'{one_line(k)}'{_closest(k, valid)}" for k in unknown)
         warn(f"ds_config: ignoring unknown top-level keys {listed} (DeepSpeed ignores them too)")
     if for_engine == "dsbench":
         if config.unsupported:

@@ -127,6 +127,11 @@ class ZeroSettings:
             raise ValueError("offload_param needs stage 3")
 
 
+def _in_backward() -> bool:
+    """True while autograd runs a backward pass (a checkpointed block's forward runs again)."""
+    return torch._C._current_graph_task_id() != -1
+
+
 class _Bucket:
     """Parameters flattened into one padded run; rank r owns ``[lo, lo + owned)``."""
 
@@ -362,6 +367,9 @@ class ZeroEngine:
             budget -= nxt.numel
 
     def _pre_forward(self, unit: _Bucket) -> None:
+        if _in_backward():  # activation checkpointing recomputes the unit for its backward
+            self._gather(unit)
+            return
         if self._recording and unit not in self._order:
             self._order.append(unit)
         self._gather(unit)
@@ -394,7 +402,11 @@ class ZeroEngine:
 
     def _post_forward(self, unit: _Bucket, output) -> None:
         """Release the unit (unless it is kept for its backward, see _keep_for_backward); it is
-        gathered again when the gradient of its output arrives, just before its backward."""
+        gathered again when the gradient of its output arrives, just before its backward. A
+        forward run again inside backward (activation checkpointing) keeps the unit gathered
+        for the backward that follows; its reduction releases it."""
+        if _in_backward():
+            return
         if not (torch.is_grad_enabled() and self._keep_for_backward(unit)):
             self._release(unit)
         if torch.is_grad_enabled():

@@ -8,6 +8,7 @@ import dataclasses
 import difflib
 import json
 import math
+import sys
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -58,6 +59,8 @@ def _as_bool(path: str, value: Any) -> bool:
 def _as_float(path: str, value: Any, minimum: float | None = 0.0) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ConfigError(f"{path} must be a number, got {_show(value)} ({_kind(value)})")
+    if isinstance(value, int) and abs(value) > sys.float_info.max:
+        raise ConfigError(f"{path} is too large, got {_show(value)}")
     if not math.isfinite(value):
         raise ConfigError(f"{path} must be finite, got {value}")
     if minimum is not None and value < minimum:
@@ -74,6 +77,8 @@ def _as_int(path: str, value: Any, minimum: int | None = 0) -> int:
         if not value.is_integer():
             raise ConfigError(f"{path} must be a whole number, got {value:g}")
         value = int(value)
+    if abs(value) >= 2**63:  # what torch and DeepSpeed's kernels take (int64)
+        raise ConfigError(f"{path} must be below 2**63, got {_show(value)}")
     if minimum is not None and value < minimum:
         bound = "must not be negative" if minimum == 0 else f"must be ≥ {minimum}"
         raise ConfigError(f"{path} {bound}, got {value}")

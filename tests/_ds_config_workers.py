@@ -1,6 +1,7 @@
-"""Run on spawned ranks by tests/test_offload.py: the seed MLP trained from ds_configs with and
-without ZeRO-Offload, on dsbench's engine or DeepSpeed's; rank 0 sends each run's losses (mean
-over ranks), where the optimizer state lives, and the device's peak memory on GPUs."""
+"""Run on spawned ranks by tests/test_offload.py and tests/test_activation_checkpointing.py: a
+model trained from ds_configs (with and without ZeRO-Offload, activation checkpointing...) on
+dsbench's engine or DeepSpeed's; rank 0 sends each run's losses (mean over ranks), where the
+optimizer state lives, and the device's peak memory on GPUs."""
 
 import torch
 import torch.distributed as dist
