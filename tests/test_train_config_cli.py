@@ -149,3 +149,21 @@ def test_onecycle_with_its_momentum_cycle_trains_the_same_on_both_engines(tmp_pa
     a, b = _losses(ours.stdout), _losses(theirs.stdout)
     assert sorted(a) == sorted(b) == list(range(7))
     assert [a[s] for s in a] == pytest.approx([b[s] for s in a], rel=1e-4, abs=1e-6)
+
+
+@pytest.mark.skipif(deepspeed_version() is None, reason="DeepSpeed not installed (make test)")
+def test_zero3_offload_and_checkpointing_config_trains_the_same_on_both_engines(tmp_path):
+    """A NeoX/T5-style config (ZeRO-3, both CPU offloads, activation checkpointing, linear
+    WarmupDecayLR, a batch for 8 GPUs) runs unchanged on 2 ranks with --train-batch."""
+    config = json.loads((CONFIGS / "dse_zero3_offload_checkpointing.json").read_text())
+    args = ("--nproc", "2", "--steps", "3", "--train-batch", "16")
+    runs = {e: _dsbench(tmp_path, config, *args, "--engine", e) for e in ("dsbench", "deepspeed")}
+    for engine, ran in runs.items():
+        assert ran.returncode == 0, ran.stderr
+        assert (
+            f"with {engine} (ZeRO stage 3, CPU offload of the optimizer and parameters, "
+            "activation checkpointing of 1 of 1 blocks, bf16, batch 16), micro-batch 1 × 8"
+        ) in ran.stdout
+    a, b = _losses(runs["dsbench"].stdout), _losses(runs["deepspeed"].stdout)
+    assert sorted(a) == sorted(b) == [0, 1, 2]
+    assert [a[s] for s in a] == pytest.approx([b[s] for s in a], rel=1e-4, abs=1e-6)
