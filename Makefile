@@ -33,7 +33,7 @@ ASV_RUN_FLAGS ?= --quick --show-stderr --record-samples
 # The sizes the asv benchmarks take (DSBENCH_ASV_SUITE): smoke, quick or full.
 ASV_SUITE ?= quick
 
-.PHONY: run test test-py312 lint format bench asv asv-full clean-venv
+.PHONY: run test test-py312 lint format bench fuzz asv asv-full clean-venv
 
 $(STAMP): pyproject.toml Makefile
 	@if [ ! -x $(BIN)/python ]; then \
@@ -89,6 +89,11 @@ format: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/dsbench run --suite full
+
+# The readers under hypothesis for longer: 10,000 examples a target, random (make test: 300,
+# derandomized); the examples each target ran are printed at the end.
+fuzz: $(STAMP)
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest tests/test_fuzz.py --hypothesis-show-statistics
 
 asv: $(STAMP)
 	$(BIN)/asv machine --yes

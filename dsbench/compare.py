@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import html
 import io
+import math
 import re
 
 from tabulate import tabulate
@@ -385,8 +386,8 @@ def compare_rows(
     run, see :func:`dsbench.results.row_rounds`). ``noise``: noise figures by benchmark id, used
     for pairs with a single launch on a side. ``envs``: the environment each side came from.
     """
-    if factor < 1.0:
-        raise UsageError(f"--factor must be >= 1.0, got {factor}")
+    if not 1.0 <= factor < math.inf:  # NaN too
+        raise UsageError(f"--factor must be a finite number >= 1.0, got {factor}")
     noise = noise or {}
     out = []
     for bid in list(base) + [k for k in cont if k not in base]:

@@ -30,6 +30,7 @@ import os
 import platform
 import re
 import socket
+import sys
 import tempfile
 import time
 import tomllib
@@ -257,7 +258,12 @@ def _show(value: Any) -> str:
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    """An int or float that a float holds (TOML's integers have no bound); not NaN."""
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and abs(value) <= sys.float_info.max
+    )
 
 
 class _Parser:
@@ -303,7 +309,7 @@ class _Parser:
         if len(states) > 1:
             raise self.fail(field, f"has both '{states[0]}' and '{states[1]}'; give only one")
         if value is not None:
-            if not _is_number(value) or not math.isfinite(value):
+            if not _is_number(value):
                 raise self.fail(field, f"expected a number in 'value', got {_show(value)}")
             if value <= 0:
                 raise self.fail(field, f"expected a positive number in 'value', got {_show(value)}")
@@ -407,6 +413,9 @@ def load_profile_file(file: str | Path | Traversable, display: str | None = None
         raise ProfileError(f"{display}: not valid TOML: {message}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ProfileError(f"{display}: cannot read: {exc}") from None
+    except (ValueError, RecursionError) as exc:  # an integer of over 4300 digits, deep nesting
+        too = "nested too deeply" if isinstance(exc, RecursionError) else "a number too long"
+        raise ProfileError(f"{display}: not valid TOML: {too}") from None
     return _Parser(display, stem).parse(data, display)
 
 

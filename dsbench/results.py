@@ -29,10 +29,10 @@ check, not results) are left to :mod:`dsbench.publish.claims`.
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import socket
+import sys
 import tempfile
 import uuid
 from collections.abc import Callable
@@ -64,7 +64,8 @@ def _v2_to_v3(doc: dict) -> dict:
     """Schema 3 records rounds. A version-2 file was one launch (``dsbench run``, or one asv
     environment); its in-process rounds were not recorded, so each row is one round."""
     doc.setdefault("launches", [{"started": doc.get("created")}])
-    for row in doc.get("benchmarks", []):
+    rows = doc.get("benchmarks")
+    for row in rows if isinstance(rows, list) else []:  # validate() names what is wrong
         if isinstance(row, dict) and isinstance(row.get("samples"), list) and row["samples"]:
             row.setdefault("rounds", [{"launch": 0, "n": len(row["samples"])}])
     return doc
@@ -81,6 +82,9 @@ REQUIRED_RUN_FIELDS = {
     "env": dict,
     "benchmarks": list,
 }
+OPTIONAL_RUN_FIELDS = {"label": str, "suite": str, "purpose": str, "profile": dict,
+                       "launches": list}  # fmt: skip
+"""Absent or null, or of this type: selectors, compare and publish read them."""
 REQUIRED_BENCH_FIELDS = {"id": str, "name": str, "params": dict, "status": str}
 ASV_DIR = "asv"
 ASV_HTML_DIR = "asv-html"
@@ -88,8 +92,9 @@ ASV_HTML_DIR = "asv-html"
 CLAIMS_DIR = "claims"
 
 
-class ResultFileError(Exception):
-    """A result file that cannot be used; the message is one line naming the file."""
+class ResultFileError(UsageError):
+    """A result file that cannot be used; the message is one line naming the file. Loaders
+    skip such a file with a warning; where one is not caught, the CLI exits 2 with it."""
 
 
 def default_results_dir() -> Path:
@@ -162,7 +167,9 @@ def _json_default(obj):
 
 def validate(doc: dict, where: str) -> None:
     """Check the fields every reader relies on; raise ResultFileError naming the first problem."""
-    for key, typ in REQUIRED_RUN_FIELDS.items():
+    for key, typ in (REQUIRED_RUN_FIELDS | OPTIONAL_RUN_FIELDS).items():
+        if key in OPTIONAL_RUN_FIELDS and doc.get(key) is None:
+            continue
         if key not in doc:
             raise ResultFileError(f"{where}: missing field '{key}'")
         if not isinstance(doc[key], typ):
@@ -193,12 +200,15 @@ def validate(doc: dict, where: str) -> None:
                 f"{where}: benchmarks[{i}] status '{row['status']}' is not one "
                 f"of {', '.join(STATUSES)}"
             )
+        if not isinstance(row.get("unit", ""), str):
+            raise ResultFileError(f"{where}: benchmarks[{i}] field 'unit' is not a string")
         if row["status"] == "ok":
             _check_measurement(row, f"{where}: benchmarks[{i}]")
 
 
 def _is_number(x) -> bool:
-    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+    """A finite int or float (JSON's integers can be too large for a float)."""
+    return isinstance(x, int | float) and not isinstance(x, bool) and abs(x) <= sys.float_info.max
 
 
 def _check_measurement(row: dict, where: str) -> None:
@@ -208,6 +218,8 @@ def _check_measurement(row: dict, where: str) -> None:
 
     if not _is_number(row.get("value")):
         raise ResultFileError(f"{where} is ok but 'value' is missing or not a finite number")
+    if "unit" not in row:
+        raise ResultFileError(f"{where} is ok but has no 'unit'")
     if row.get("direction") not in DIRECTIONS:
         raise ResultFileError(
             f"{where} direction '{row.get('direction')}' is not one of {', '.join(DIRECTIONS)}"
@@ -341,6 +353,8 @@ def read_run(path: Path | str) -> Run:
         raise ResultFileError(f"{path}: cannot read: {exc}") from None
     except json.JSONDecodeError as exc:
         raise ResultFileError(f"{path}: corrupt JSON ({exc.msg} at line {exc.lineno})") from None
+    except ValueError:  # json's limit of 4300 digits
+        raise ResultFileError(f"{path}: corrupt JSON (a number too long)") from None
     except RecursionError:
         raise ResultFileError(f"{path}: corrupt JSON (nested too deeply)") from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import importlib
 import math
 import os
+import re
 import subprocess
 import sys
 import time
@@ -62,19 +63,29 @@ def tk():
 
 @pytest.mark.skipif(INTERPRETER_SESSION, reason="this is the interpreter session")
 def test_interpreter_suite():
-    """Run this file's ``check_*`` functions in a child pytest with TRITON_INTERPRET=1."""
+    """Run this file's ``check_*`` functions in a child pytest with TRITON_INTERPRET=1. Every
+    collected check must pass: pytest also exits 0 when everything skipped."""
     env = dict(os.environ, TRITON_INTERPRET="1")
     t0 = time.perf_counter()
+    child = [sys.executable, "-m", "pytest", str(Path(__file__).resolve()), "-q",
+             "-p", "no:cacheprovider", "-o", "python_functions=check_*"]  # fmt: skip
+    collected = subprocess.run(
+        [*child, "--collect-only"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
+    checks = [line for line in collected.stdout.splitlines() if "::check_" in line]
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", str(Path(__file__).resolve()), "-q",
-         "-p", "no:cacheprovider", "-o", "python_functions=check_*", "--durations=5"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        [*child, "--durations=5"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, (
         f"interpreter tests failed (exit {proc.returncode}):\n{out[-12000:]}"
     )
-    print(f"interpreter suite: {out.strip().splitlines()[-1]} ({time.perf_counter() - t0:.0f}s)")
+    summary = out.strip().splitlines()[-1]
+    ran = re.fullmatch(r"=* ?(\d+) passed in .*", summary)
+    assert checks and ran and int(ran[1]) == len(checks), (
+        f"expected all {len(checks)} checks to run and pass, got: {summary}"
+    )
+    print(f"interpreter suite: {summary} ({time.perf_counter() - t0:.0f}s)")
 
 
 @pytest.fixture

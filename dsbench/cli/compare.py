@@ -54,16 +54,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     runs = results.load_runs(args.results, include_asv=True)
-    base, cont, notes = compare.pick_runs(runs, args.baseline, args.contender)
+    rep = build_report(runs, args.baseline, args.contender, factor=args.factor, fmt=args.format)
+    return print_report(rep, args.format, args.fail_on_regression)
+
+
+def build_report(
+    runs: list[results.Run], baseline: str, contender: str | None, *, factor: float, fmt: str
+) -> compare.Report:
+    """The comparison the selectors name among ``runs``; a one-line UsageError otherwise."""
+    base, cont, notes = compare.pick_runs(runs, baseline, contender)
     keys = compare.param_keys(runs)
     axes = compare.axes_of(
-        compare.Selector.parse(args.baseline, keys),
-        compare.Selector.parse(args.contender, keys) if args.contender else None,
+        compare.Selector.parse(baseline, keys),
+        compare.Selector.parse(contender, keys) if contender else None,
     )
-    rep = compare.report(
-        base, cont, axes=axes, factor=args.factor, fmt=args.format, notes=notes, runs=runs
-    )
-    return print_report(rep, args.format, args.fail_on_regression)
+    return compare.report(base, cont, axes=axes, factor=factor, fmt=fmt, notes=notes, runs=runs)
 
 
 def print_report(rep: compare.Report, fmt: str, fail_on_regression: bool) -> int:

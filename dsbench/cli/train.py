@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import os
 import sys
 from pathlib import Path
@@ -122,11 +121,6 @@ def run(args: argparse.Namespace) -> int:
     path = Path(args.config)
     if not path.is_file():
         raise UsageError(f"--config {path}: no such file")
-    try:
-        config = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"--config {path}: not valid JSON ({exc.msg} at line {exc.lineno})"
-                         ) from None  # fmt: skip
     preset = get_model(args.model)
     for name in ("steps", "nproc", "micro_batch", "grad_accum", "train_batch", "save_every"):
         value = getattr(args, name)
@@ -149,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
     # Resolve the config for this world size before starting any rank (one-line errors): the
     # command line's batch sizes override it, "auto" is filled as the Hugging Face Trainer
     # would. Every rank, on either engine, then reads this effective config.
-    cfg = load_config(config, world_size=world, micro_batch=args.micro_batch,
+    cfg = load_config(path, world_size=world, micro_batch=args.micro_batch,
                       grad_accum=args.grad_accum, train_batch=args.train_batch,
                       steps=args.steps, hidden_size=getattr(preset.config, "hidden", None),
                       warn=lambda m: None, for_engine=args.engine)  # fmt: skip

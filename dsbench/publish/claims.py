@@ -230,7 +230,12 @@ class Claim:
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    """A finite int or float (TOML's integers can be too large for a float)."""
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and abs(value) <= sys.float_info.max
+    )
 
 
 class _Parser:
@@ -351,9 +356,18 @@ class _Parser:
                     f"{where}modelled", f"only field 'value' can be modelled, not {fld!r}"
                 )
             m_params = self.table(spec, "params", f"{where}modelled.")
-            for key in m_params:
+            types = benchmark_param_types(name)
+            for key, value in m_params.items():
                 if key not in known:
                     raise self.fail(f"{where}modelled.params.{key}", f"not a parameter of {name}")
+                if type(value) not in types[key] or (
+                    isinstance(value, int) and not 0 <= value < 2**63
+                ):
+                    kinds = " or ".join(sorted(t.__name__ for t in types[key]))
+                    kinds = kinds.replace("int", "int in [0, 2**63)")
+                    raise self.fail(
+                        f"{where}modelled.params.{key}", f"expected {kinds}, got {_show(value)}"
+                    )
             if bench.work_of is None:
                 raise self.fail(f"{where}modelled", f"benchmark {name} cannot be modelled")
             profiles = {}
@@ -492,14 +506,21 @@ class _Parser:
 @functools.cache
 def benchmark_params(name: str) -> frozenset[str]:
     """Parameter names of a benchmark, from its grids on a GPU and on a CPU context."""
+    return frozenset(benchmark_param_types(name))
+
+
+@functools.cache
+def benchmark_param_types(name: str) -> dict[str, frozenset[type]]:
+    """The types each parameter of a benchmark takes in its grids (GPU and CPU contexts)."""
     from dsbench.suites import BENCHMARKS, Context
 
     bench = BENCHMARKS[name]
-    keys: set[str] = set()
+    types: dict[str, set[type]] = {}
     for ctx in (Context(device="cuda:0", backend="cuda", suite="full", device_count=8), Context()):
         for suite in bench.suites:
-            keys |= set(bench.grid(suite, ctx))
-    return frozenset(keys)
+            for key, values in bench.grid(suite, ctx).items():
+                types.setdefault(key, set()).update(type(v) for v in values)
+    return {key: frozenset(kinds) for key, kinds in types.items()}
 
 
 @functools.cache
@@ -529,6 +550,9 @@ def load_claim_file(path: str | Path) -> list[Claim]:
         raise ClaimError(f"{path}: not valid TOML: {' '.join(str(exc).split())}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ClaimError(f"{path}: cannot read: {exc}") from None
+    except (ValueError, RecursionError) as exc:  # an integer of over 4300 digits, deep nesting
+        too = "nested too deeply" if isinstance(exc, RecursionError) else "a number too long"
+        raise ClaimError(f"{path}: not valid TOML: {too}") from None
     return _Parser(str(path)).parse(data, path.stem)
 
 

@@ -284,7 +284,7 @@ def model_case(name: str, params: dict, profile: str | Profile) -> Floor:
         return _not_modelled(f"benchmark '{name}' cannot count its work without being built")
     try:
         work = bench.work_of(params, DEFINITION_CONTEXT)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
         return _not_modelled(f"cannot count the work of {case_id(name, params)}: {exc!r}")
     return case_floor(name, params, work, profile)
 

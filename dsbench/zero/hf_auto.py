@@ -69,21 +69,20 @@ _HIDDEN = {
 BATCH_KEYS = ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps")
 
 
-def auto_paths(node: Any, prefix: str = "") -> Iterator[str]:
+def auto_paths(node: Any) -> Iterator[str]:
     """Dotted paths of every "auto" value, in document order."""
+    return (path for path, _, _ in _autos(node))
+
+
+def _autos(node: Any, prefix: str = "") -> Iterator[tuple[str, dict, str]]:
+    """(dotted path, the dict holding it, its key) of every "auto" value, in document order.
+    The dict is kept because a path does not lead back to it when a key holds a dot."""
     if isinstance(node, dict):
         for key, value in node.items():
-            yield from auto_paths(value, f"{prefix}{key}.")
-    elif isinstance(node, str) and node == AUTO:
-        yield prefix[:-1]
-
-
-def set_path(raw: dict, path: str, value: Any) -> None:
-    *parents, last = path.split(".")
-    node = raw
-    for part in parents:
-        node = node[part]
-    node[last] = value
+            if isinstance(value, str) and value == AUTO:
+                yield f"{prefix}{key}", node, key
+            else:
+                yield from _autos(value, f"{prefix}{key}.")
 
 
 def _optimizer_lr(raw: Mapping) -> Any:
@@ -112,7 +111,7 @@ def fill(
     filled: dict[str, Any] = {}
     left: list[str] = []
     later = []
-    for path in list(auto_paths(raw)):
+    for path, node, key in list(_autos(raw)):
         if path in BATCH_KEYS and path not in given:
             continue  # resolved with the other batch sizes (dsbench.zero.batch)
         if path in given:
@@ -122,7 +121,7 @@ def fill(
         elif path in DEEPSPEED_READS:
             value = DEEPSPEED_READS[path]
         elif path == "scheduler.params.warmup_max_lr":
-            later.append(path)  # after the optimizer's lr is known
+            later.append((path, node, key))  # after the optimizer's lr is known
             continue
         elif path in _NEEDS_STEPS and steps is not None:
             value = steps
@@ -138,10 +137,7 @@ def fill(
             )
             left.append(path + reason)
             continue
-        set_path(raw, path, value)
-        filled[path] = value
-    for path in later:
-        value = _optimizer_lr(raw)
-        set_path(raw, path, value)
-        filled[path] = value
+        node[key] = filled[path] = value
+    for path, node, key in later:
+        node[key] = filled[path] = _optimizer_lr(raw)
     return filled, left
