@@ -78,10 +78,15 @@ def train(payload, *, device, send):
                 engine.backward(loss)
                 engine.step()
         state = engine.full_state_dict()
+        counts = {
+            "global_steps": engine.global_steps,
+            "skipped_steps": engine.skipped_steps,
+            "scale": settings.loss_scaler.scale if settings.loss_scaler is not None else None,
+        }
         engine.destroy()
         if rank == 0:
             ref = reference(settings, steps, world, micro_bs, schedulers[index])
-            send({"index": index, "state": state, "reference": ref})
+            send({"index": index, "state": state, "reference": ref, **counts})
 
 
 def _steps(engine, settings, first: int, count: int, micro_bs: int) -> list[float]:

@@ -91,20 +91,20 @@ def test_reference_adamw_unscale_skip_and_l2_mode():
     reference.adamw([p], [g], [m], [v], [step], grad_scale=torch.tensor(4.0), found_inf=found, **kw)
     assert found.item() == 0 and step.item() == 1
     torch.testing.assert_close(m, torch.full((8,), 0.05))  # (1 - 0.9) * 2 / 4
-    # Adam (L2) adds wd * p to the gradient instead of decaying p directly
-    p1, p2 = torch.ones(4), torch.ones(4)
-    for p_, mode in ((p1, False), (p2, True)):
-        reference.adamw(
-            [p_],
-            [torch.ones(4)],
-            [torch.zeros(4)],
-            [torch.zeros(4)],
-            [torch.zeros(())],
-            lr=0.1,
-            beta1=0.9,
-            beta2=0.999,
-            eps=1e-8,
-            weight_decay=0.5,
-            adamw_mode=mode,
-        )
-    assert not torch.equal(p1, p2)
+    # Adam (L2) adds wd * p to the gradient instead of decaying p directly. Adam's first step
+    # is normalised (m / sqrt(v) = ±1 whatever the gradient), so an L2 path that ignored the
+    # decay would pass a one-step check: compare two steps and the moments with torch's own.
+    for mode, torch_cls in ((False, torch.optim.Adam), (True, torch.optim.AdamW)):
+        p_, m_, v_, t_ = torch.ones(4), torch.zeros(4), torch.zeros(4), torch.zeros(())
+        ref = torch.nn.Parameter(torch.ones(4))
+        opt = torch_cls([ref], lr=0.1, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.5)
+        for grad in (torch.ones(4), torch.full((4,), -0.5)):
+            reference.adamw(
+                [p_], [grad], [m_], [v_], [t_],
+                lr=0.1, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.5, adamw_mode=mode,
+            )  # fmt: skip
+            ref.grad = grad.clone()
+            opt.step()
+        torch.testing.assert_close(p_, ref.detach(), atol=1e-6, rtol=1e-6)
+        torch.testing.assert_close(m_, opt.state[ref]["exp_avg"], atol=1e-7, rtol=1e-6)
+        torch.testing.assert_close(v_, opt.state[ref]["exp_avg_sq"], atol=1e-7, rtol=1e-6)
