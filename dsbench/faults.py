@@ -16,10 +16,17 @@ renamed into place), ``save.swap`` (rank 0, saving a tag that exists: the old co
 the new one not yet in place), ``save.rename`` (rank 0: renamed into place, ``latest`` not yet
 updated). The rank is ``$RANK`` (set by torchrun and by
 :func:`dsbench.distributed.spawn_ranks`). Unset, :func:`point` costs one dictionary lookup.
+A fault without ``rank=`` acts on every rank that reaches the point (``term@step:step=9`` is a
+scheduler's SIGTERM to the whole job at step 9).
+
+With ``DSBENCH_FAULT_LOG`` set to a file, a rank appends one JSON line there just before it
+acts (``{"action", "point", "rank", "step", "time"}``, ``time`` from ``time.time()``):
+``dsbench soak`` learns from it that the fault fired and when, for the detection time.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -27,6 +34,7 @@ import time
 from dsbench.errors import UsageError
 
 ENV = "DSBENCH_FAULT"
+LOG_ENV = "DSBENCH_FAULT_LOG"
 ACTIONS = ("kill", "term", "hang")
 
 
@@ -63,8 +71,24 @@ def point(name: str, step: int | None = None) -> None:
             continue
         if "step" in fault and fault["step"] != step:
             continue
+        _log(fault["action"], name, rank, step)
         if fault["action"] == "hang":
             while True:
                 time.sleep(3600)
         os.kill(os.getpid(), signal.SIGKILL if fault["action"] == "kill" else signal.SIGTERM)
         time.sleep(60)  # the signal is delivered before this returns
+
+
+def _log(action: str, name: str, rank: int, step: int | None) -> None:
+    """One line in ``$DSBENCH_FAULT_LOG``, written in one ``write`` (lines of ranks acting at
+    once do not interleave) before the fault acts."""
+    path = os.environ.get(LOG_ENV)
+    if not path:
+        return
+    line = json.dumps({"action": action, "point": name, "rank": rank, "step": step,
+                       "time": time.time()}) + "\n"  # fmt: skip
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)

@@ -11,6 +11,12 @@ optionally resuming from and saving checkpoints. Rank 0 reports losses and throu
 from the checkpoint of step 20 with ``steps=60`` trains steps 20..59 and saves at 60, so a
 scheduler that re-runs the same command after a failure finishes the same job. Each rank marks
 the step it is in (:func:`dsbench.distributed.mark`), so a rank that dies is named with it.
+
+For ``dsbench soak`` a job may also ask every rank to report a sample every ``sample_every``
+steps (its resident memory, device memory, its own mean step time since the last sample, the
+loss, the loss scale and the skipped steps), and may end at a wall-clock ``deadline`` rather
+than at ``steps``: the ranks agree on it through the all-reduce that already finds the slowest
+rank's step time, so they stop after the same step and save there.
 """
 
 from __future__ import annotations
@@ -41,6 +47,11 @@ class TrainJob:
     checkpoint_dir: str | None = None
     resume: bool = False
     save_every: int = 0
+    sample_every: int = 0
+    """Every rank sends a ``("sample", {...})`` message every this many steps (0: none)."""
+    deadline: float | None = None
+    """Wall-clock time (``time.time()``) after which the ranks stop together at the end of a
+    step and save there (None: train up to ``steps``)."""
 
 
 def train_loop(job: TrainJob, *, device: str, send) -> None:
@@ -85,7 +96,8 @@ def train_loop(job: TrainJob, *, device: str, send) -> None:
                 },
             )
         )
-    saved = first
+    saved = done = first
+    own_seconds = 0.0  # this rank's step times since its last sample
     for step in range(first, job.steps):
         mark(step=step, doing="")
         faults.point("step", step)
@@ -102,26 +114,52 @@ def train_loop(job: TrainJob, *, device: str, send) -> None:
             engine.step()
             total += loss.detach().double()
         dist.all_reduce(total)
-        seconds = torch.tensor(time.perf_counter() - t0, dtype=torch.float64, device=device)
-        dist.all_reduce(seconds, op=dist.ReduceOp.MAX)  # the slowest rank's step
+        mine = time.perf_counter() - t0
+        over = job.deadline is not None and time.time() >= job.deadline
+        # the slowest rank's step, and whether any rank is past the deadline
+        agreed = torch.tensor([mine, float(over)], dtype=torch.float64, device=device)
+        dist.all_reduce(agreed, op=dist.ReduceOp.MAX)
+        seconds, stop = agreed.tolist()
+        loss = total.item() / (world * gas)
         if rank == 0:
             send(
                 (
                     "step",
                     {
                         "step": step,
-                        "loss": total.item() / (world * gas),
-                        "seconds": seconds.item(),
-                        "samples_per_s": cfg.batch.train_batch_size / seconds.item(),
+                        "loss": loss,
+                        "seconds": seconds,
+                        "samples_per_s": cfg.batch.train_batch_size / seconds,
                     },
                 )
             )
         done = step + 1
+        own_seconds += mine
+        if job.sample_every and done % job.sample_every == 0:
+            send(("sample", _sample(engine, device, rank=rank, step=step, loss=loss,
+                                    step_s=own_seconds / job.sample_every)))  # fmt: skip
+            own_seconds = 0.0
         if job.checkpoint_dir and job.save_every and done % job.save_every == 0:
             saved = _save(engine, job, done)
-    if job.checkpoint_dir and saved < job.steps:
-        _save(engine, job, job.steps)
+        if stop:
+            break
+    if job.checkpoint_dir and saved < done:
+        _save(engine, job, done)
     engine.destroy()
+
+
+def _sample(engine, device: str, *, rank: int, step: int, loss: float, step_s: float) -> dict:
+    """What a rank reports every ``sample_every`` steps (memory in bytes, time in seconds)."""
+    from dsbench.engines import loss_scale
+    from dsbench.memory import host_rss
+
+    sample = {"rank": rank, "step": step, "time": time.time(), "rss": host_rss(),
+              "step_s": step_s, "loss": loss, "loss_scale": loss_scale(engine),
+              "skipped_steps": int(getattr(engine, "skipped_steps", 0) or 0)}  # fmt: skip
+    if device.startswith("cuda"):
+        sample["device_allocated"] = torch.cuda.memory_allocated(device)
+        sample["device_reserved"] = torch.cuda.memory_reserved(device)
+    return sample
 
 
 def _save(engine, job: TrainJob, data_step: int) -> int:

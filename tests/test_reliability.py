@@ -182,6 +182,25 @@ def test_a_kill_during_a_save_leaves_the_previous_checkpoint_latest_and_loadable
     assert consolidate(ck)  # loads every shard
 
 
+@pytest.mark.parametrize("point", ["save.shard:rank=1"])
+def test_a_kill_during_a_deepspeed_save_leaves_the_previous_checkpoint_latest(tmp_path, point):
+    """DeepSpeed's own save has rank 0 write ``latest`` before the other ranks' files are
+    written; dsbench's adapter updates it only once all are, so the restart resumes."""
+    pytest.importorskip("deepspeed")
+    config = tmp_path / "ds_config.json"
+    config.write_text(json.dumps(CONFIG | {"bf16": {"enabled": True}}))
+    ck = tmp_path / "ck"
+    job = ("--engine", "deepspeed", "--steps", "5", "--save-every", "2", "--checkpoint", str(ck))
+    proc = _train(config, *job, fault=f"kill@{point}:step=4")
+    assert proc.returncode == 1
+    assert "killed by SIGKILL at step 3 (saving the checkpoint of step 4)" in proc.stderr
+    assert (ck / "latest").read_text() == "global_step2"
+    resumed = _train(config, *job, "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert sorted(_losses(resumed.stdout)) == [2, 3, 4]
+    assert (ck / "latest").read_text() == "global_step5"
+
+
 def test_a_kill_while_replacing_the_same_tag_keeps_the_old_copy(config, tmp_path):
     ck = tmp_path / "ck"
     assert _train(config, "--steps", "2", "--checkpoint", str(ck)).returncode == 0

@@ -24,6 +24,8 @@ VERBS: dict[str, str] = {
     "env": "report the environment (versions, devices, compilers, profile, kernels)",
     "profiles": "list hardware profiles or show one",
     "train": "train a model with a ds_config on dsbench's ZeRO engine or DeepSpeed",
+    "soak": "train for long: memory and step-time drift, loss anomalies, injected failures "
+    "detected and resumed bit for bit",
     "zero-to-fp32": "consolidate a ZeRO checkpoint into one fp32 state_dict",
     "kernels": "kernel implementations here; --compile-check builds the CUDA/HIP kernels for "
     "sm_80, sm_90 and gfx90a",

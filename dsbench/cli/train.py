@@ -11,6 +11,7 @@ import argparse
 import functools
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from dsbench import faults
@@ -18,18 +19,26 @@ from dsbench.errors import UsageError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", required=True, metavar="FILE", help="DeepSpeed ds_config JSON")
-    p.add_argument("--model", required=True, help="model preset (see dsbench.models)")
-    p.add_argument("--engine", default="dsbench", choices=["dsbench", "deepspeed"])
-    p.add_argument(
-        "--nproc",
-        type=int,
-        default=None,
-        help="spawn this many local ranks (default: 1, or the ranks torchrun started)",
-    )
+    add_job_arguments(p, nproc_help="spawn this many local ranks (default: 1, or the ranks "
+                                    "torchrun started)")  # fmt: skip
     p.add_argument("--steps", type=int, default=10,
                    help="the job's total optimizer steps; with --resume, training continues from "
                         "the checkpoint's step up to this one (default 10)")  # fmt: skip
+    p.add_argument("--checkpoint", metavar="DIR", help="save a checkpoint here at the end")
+    p.add_argument("--save-every", type=int, default=0, metavar="K", help="also save every K steps")
+    p.add_argument("--resume", action="store_true", help="resume from the latest checkpoint")
+    p.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS",
+                   help="a rank waiting this long on a dead or stuck peer stops with an error "
+                        "naming it (default 300)")  # fmt: skip
+
+
+def add_job_arguments(p: argparse.ArgumentParser, *, nproc_help: str) -> None:
+    """What a training job is: config, model, engine, ranks, batch sizes, device, kernels, seed
+    (``dsbench train`` and ``dsbench soak``)."""
+    p.add_argument("--config", required=True, metavar="FILE", help="DeepSpeed ds_config JSON")
+    p.add_argument("--model", required=True, help="model preset (see dsbench.models)")
+    p.add_argument("--engine", default="dsbench", choices=["dsbench", "deepspeed"])
+    p.add_argument("--nproc", type=int, default=None, help=nproc_help)
     p.add_argument(
         "--micro-batch",
         type=int,
@@ -44,16 +53,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="OP=IMPL,...",
         help="registry implementation per op, e.g. adamw=triton,allreduce=ring",
     )
-    p.add_argument("--checkpoint", metavar="DIR", help="save a checkpoint here at the end")
-    p.add_argument("--save-every", type=int, default=0, metavar="K", help="also save every K steps")
-    p.add_argument("--resume", action="store_true", help="resume from the latest checkpoint")
-    p.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS",
-                   help="a rank waiting this long on a dead or stuck peer stops with an error "
-                        "naming it (default 300)")  # fmt: skip
     p.add_argument("--seed", type=int, default=0)
 
 
-def _kernels(text: str) -> dict[str, str]:
+def kernels_arg(text: str) -> dict[str, str]:
     from dsbench.kernels import registry
 
     out = {}
@@ -66,9 +69,9 @@ def _kernels(text: str) -> dict[str, str]:
     return out
 
 
-def _report(msg, *, batch=None, offload: str = "") -> None:
-    """Print a rank's message; ``batch`` (the effective BatchConfig) and ``offload`` (what is
-    offloaded, :func:`dsbench.zero.offload_config.summary`) complete the start line."""
+def _report(msg, *, batch=None, extras: str = "") -> None:
+    """Print a rank's message; ``batch`` (the effective BatchConfig) and ``extras`` (offload,
+    activation checkpointing) complete the start line."""
     kind, body = msg
     if kind == "warning":
         print(f"dsbench: warning: {body}", file=sys.stderr)
@@ -84,7 +87,7 @@ def _report(msg, *, batch=None, offload: str = "") -> None:
             )
         print(
             f"training {body['params']:,} parameters on {body['world_size']} rank(s) with "
-            f"{body['engine']} (ZeRO stage {body['stage']}{', ' + offload if offload else ''}, "
+            f"{body['engine']} (ZeRO stage {body['stage']}{', ' + extras if extras else ''}, "
             f"{body['precision']}, batch "
             f"{body['train_batch_size']}){per_rank}, from step {body['first_step']}",
             flush=True,
@@ -97,7 +100,7 @@ def _report(msg, *, batch=None, offload: str = "") -> None:
         )
 
 
-def _check_resumable(directory: str | None, engine: str, world: int, stage: int) -> None:
+def check_resumable(directory: str | None, engine: str, world: int, stage: int) -> None:
     """--resume: a complete checkpoint of this world size and stage is there (one-line errors)."""
     from dsbench.zero import checkpoint
 
@@ -109,21 +112,33 @@ def _check_resumable(directory: str | None, engine: str, world: int, stage: int)
         raise UsageError(f"--checkpoint {directory}: no checkpoint ('latest' file missing)")
 
 
-def run(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class Resolved:
+    """A training job's command line, checked and resolved before any rank starts."""
+
+    cfg: object
+    """The effective ds_config (:class:`dsbench.zero.config.DSConfig`)."""
+    device: str
+    world: int
+    torchrun: dict | None
+    """torchrun's launch variables when this process is one of its ranks."""
+
+
+def resolve(args: argparse.Namespace) -> Resolved:
+    """Check the job's arguments and resolve its ds_config for its world size (one-line errors),
+    printing the config's notices once."""
     import torch
 
-    from dsbench.distributed import RankFailure, spawn_ranks
     from dsbench.models import get_model
-    from dsbench.training import TrainJob, run_under_torchrun, torchrun_env
+    from dsbench.training import torchrun_env
     from dsbench.zero.config import load_config
-    from dsbench.zero.offload_config import summary
 
     path = Path(args.config)
     if not path.is_file():
         raise UsageError(f"--config {path}: no such file")
     preset = get_model(args.model)
     for name in ("steps", "nproc", "micro_batch", "grad_accum", "train_batch", "save_every"):
-        value = getattr(args, name)
+        value = getattr(args, name, None)
         if value is not None and value < (0 if name == "save_every" else 1):
             raise UsageError(f"--{name.replace('_', '-')} must be positive, got {value}")
     if args.engine == "deepspeed":
@@ -150,16 +165,30 @@ def run(args: argparse.Namespace) -> int:
     if env is None or env.get("RANK") == "0":
         for note in cfg.notes:
             print(f"dsbench: {note}", flush=True)
+    return Resolved(cfg=cfg, device=device, world=world, torchrun=env)
+
+
+def run(args: argparse.Namespace) -> int:
+    from dsbench.distributed import RankFailure, spawn_ranks
+    from dsbench.models import get_model
+    from dsbench.models.checkpointing import summary as checkpointing_summary
+    from dsbench.training import TrainJob, run_under_torchrun
+    from dsbench.zero.offload_config import summary
+
+    job_args = resolve(args)
+    cfg, device, world, env = job_args.cfg, job_args.device, job_args.world, job_args.torchrun
     if args.resume:
-        _check_resumable(args.checkpoint, args.engine, world, cfg.zero_optimization.stage)
+        check_resumable(args.checkpoint, args.engine, world, cfg.zero_optimization.stage)
     faults.parse(os.environ.get(faults.ENV, ""))
     job = TrainJob(model=args.model, config=cfg.to_deepspeed_dict(), engine=args.engine,
-                   steps=args.steps, device=device, kernels=_kernels(args.kernels),
+                   steps=args.steps, device=device, kernels=kernels_arg(args.kernels),
                    seed=args.seed, checkpoint_dir=args.checkpoint, resume=args.resume,
                    save_every=args.save_every)  # fmt: skip
-    z = cfg.zero_optimization
-    offload = summary(z.stage, z.offload_optimizer, z.offload_param)
-    report = functools.partial(_report, batch=cfg.batch, offload=offload)
+    z, ac = cfg.zero_optimization, cfg.activation_checkpointing
+    extras = [summary(z.stage, z.offload_optimizer, z.offload_param)]
+    if ac.enabled:
+        extras.append(checkpointing_summary(get_model(args.model), ac.number_checkpoints))
+    report = functools.partial(_report, batch=cfg.batch, extras=", ".join(filter(None, extras)))
     if env is not None and args.nproc is None:
         run_under_torchrun(job, timeout_s=args.timeout, report=report)
         return 0

@@ -3,11 +3,27 @@
 On CPU DeepSpeed needs ``DS_ACCELERATOR=cpu`` (set here before the import), gloo, bf16 instead of
 fp16 ("Type fp16 is not supported on your device"), and ``"torch_adam": true`` to avoid a JIT
 build of its CPU Adam; ``engine.destroy()`` must run before ``destroy_process_group()``.
+
+Checkpoints: DeepSpeed 0.18's ``save_checkpoint`` has rank 0 write ``latest`` as soon as its
+own files are written, before the barrier that waits for the other ranks' files
+(``runtime/engine.py``, ``save_checkpoint``), so a rank killed part-way through its shard leaves
+``latest`` naming a checkpoint that cannot be loaded ("PytorchStreamReader failed reading zip
+archive"), and a restart fails. dsbench therefore calls it with ``save_latest=False`` and, once
+every rank has returned from it (it ends with a barrier), has rank 0 replace ``latest``
+atomically (temporary file, fsync, rename): ``latest`` names a complete checkpoint at every
+moment, as with dsbench's own checkpoints.
+
+The save passes through :mod:`dsbench.faults`' save points as dsbench's does, so tests and
+``dsbench soak`` can kill a rank part-way through it: ``save.begin`` (nothing written yet),
+``save.shard`` (this rank's ZeRO optimizer-state file half written) and ``save.rename`` (rank 0:
+every rank's files written, ``latest`` not yet updated); the step is DeepSpeed's
+``global_steps``. With no fault set, the files are written by DeepSpeed's own code.
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from dsbench.errors import UsageError
 from dsbench.zero.config import DSConfig
@@ -70,4 +86,49 @@ def build_deepspeed_engine(
         engine.optimizer = None
 
     engine.destroy = destroy_once
+    _wrap_save(engine)
     return engine
+
+
+def _wrap_save(engine) -> None:
+    """``latest`` updated only once every rank's files are written, and the fault points (see
+    the module's docstring)."""
+    import io
+
+    import torch
+    import torch.distributed as dist
+
+    from dsbench import faults
+    from dsbench.zero.checkpoint import write_durably
+
+    save_checkpoint, ck = engine.save_checkpoint, engine.checkpoint_engine
+    plain_save = ck.save
+
+    def save(save_dir, tag=None, client_state=None, save_latest=True, **kwargs):
+        step = engine.global_steps
+        faults.point("save.begin", step)
+        tag = tag or f"global_step{step}"  # DeepSpeed's default tag
+        saved = save_checkpoint(save_dir, tag, client_state=client_state or {},
+                                save_latest=False, **kwargs)  # fmt: skip
+        if save_latest:  # every rank's files are written: DeepSpeed's save ends in a barrier
+            faults.point("save.rename", step)
+            if dist.get_rank() == 0:
+                write_durably(Path(save_dir) / "latest", str(tag).encode())
+            dist.barrier()
+        return saved
+
+    def save_file(state_dict, path: str):
+        if not os.environ.get(faults.ENV) or "optim_states" not in os.path.basename(path):
+            return plain_save(state_dict, path)
+        buffer = io.BytesIO()
+        torch.save(state_dict, buffer)
+        data = buffer.getvalue()
+        with open(path, "wb") as f:  # half of it, then the fault, then the rest
+            f.write(data[: len(data) // 2])
+            f.flush()
+            faults.point("save.shard", engine.global_steps)
+            f.write(data[len(data) // 2 :])
+        return None
+
+    engine.save_checkpoint = save
+    ck.save = save_file

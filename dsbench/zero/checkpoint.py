@@ -111,7 +111,7 @@ def _write_shard(shard: dict, path: Path, step: int) -> dict:
     return {"bytes": out.size, "sha256": out.sha.hexdigest()}
 
 
-def _write_durably(path: Path, data: bytes) -> None:
+def write_durably(path: Path, data: bytes) -> None:
     """``path`` replaced by ``data`` all at once: a temporary file, fsync, rename, fsync the
     folder. A reader sees the old content or the new, never a part."""
     tmp = path.with_name(f".{path.name}.tmp")
@@ -179,7 +179,7 @@ def save_checkpoint(
             "layout": _layout(engine),
             "shards": dict(digests),
         }
-        _write_durably(partial / "meta.json", json.dumps(meta, indent=1).encode())
+        write_durably(partial / "meta.json", json.dumps(meta, indent=1).encode())
         faults.point("save.meta", step)
         if final.exists():  # this tag saved again: the old copy stays until the new is in place
             shutil.rmtree(old, ignore_errors=True)
@@ -188,7 +188,7 @@ def save_checkpoint(
         os.rename(partial, final)
         _fsync_dir(directory)
         faults.point("save.rename", step)
-        _write_durably(directory / "latest", tag.encode())
+        write_durably(directory / "latest", tag.encode())
         shutil.rmtree(old, ignore_errors=True)
     barrier()
     return final

@@ -1,0 +1,259 @@
+"""``dsbench soak``: the drift fit on synthetic series (flat, growing, noisy, and the interval's
+coverage under autocorrelated noise), the fault specs and schedule, a short fault soak in which
+a kill at a step, a kill during a save, a hang and a SIGTERM are each detected, named and
+resumed bit for bit, its result file loaded and compared, a soak stopped by SIGTERM, and one
+that ends at its --duration."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dsbench import results
+from dsbench.cli import main
+from dsbench.errors import UsageError
+from dsbench.soak import plan
+from dsbench.stats import drift_verdict, trend
+from tests.test_reliability import _alive, _children, _orphan_semaphores
+
+BIN = Path(sys.executable).parent
+CONFIG = {
+    "train_batch_size": 16,
+    "gradient_accumulation_steps": 2,
+    "optimizer": {"type": "AdamW", "params": {"lr": 1e-4}},
+    "zero_optimization": {"stage": 2},
+    "bf16": {"enabled": True},
+}
+
+
+@pytest.fixture
+def config(tmp_path):
+    path = tmp_path / "ds_config.json"
+    path.write_text(json.dumps(CONFIG))
+    return path
+
+
+# ---------------------------------------------------------------------------- the drift fit
+
+
+def _ar1(rng, n: int, phi: float, sd: float) -> np.ndarray:
+    e, z = np.zeros(n), rng.normal(0, sd, n)
+    for i in range(n):
+        e[i] = (phi * e[i - 1] if i else 0.0) + z[i]
+    return e
+
+
+def test_a_flat_series_is_flat_a_growing_one_growing_and_a_noisy_one_inconclusive():
+    rng = np.random.default_rng(0)
+    steps = np.arange(100, 5000, 10)
+    x = steps / 1000
+    flat = 900 + rng.normal(0, 0.05, len(x))  # MiB, no trend
+    t = trend(x, flat)
+    assert drift_verdict(t, 1.0) == ("flat", "") and t.low < 0 < t.high
+    growing = 900 + 3.0 * x + rng.normal(0, 0.05, len(x))  # 3 MiB per 1,000 steps
+    t = trend(x, growing)
+    assert drift_verdict(t, 1.0) == ("growing", "") and t.low < 3.0 < t.high
+    noisy = 900 + 1.0 * x + rng.normal(0, 5.0, len(x))  # on the threshold, in wide noise
+    verdict, why = drift_verdict(trend(x, noisy), 1.0)
+    assert verdict == "inconclusive" and "reaches across the threshold 1" in why
+    # a one-off step of 4 KiB in resident memory is no leak
+    step = 900 + np.where(x > 2.5, 4 / 1024, 0.0)
+    assert drift_verdict(trend(x, step), 1.0)[0] == "flat"
+    # constant memory: zero slope, zero-width interval
+    t = trend(x, np.full(len(x), 900.0))
+    assert (t.slope, t.low, t.high) == (0.0, 0.0, 0.0)
+
+
+@pytest.mark.parametrize(("phi", "most_misses"), [(0.0, 0.025), (0.5, 0.025), (0.9, 0.05)])
+def test_the_slope_interval_covers_the_true_slope_under_autocorrelated_noise(phi, most_misses):
+    """A 99% interval that ignored the correlation between neighbouring samples would miss the
+    true slope in most series here; batch means and the lag-1 correction keep it near 1%."""
+    rng = np.random.default_rng(1)
+    x = np.arange(500) / 100
+    misses = 0
+    for _ in range(400):
+        t = trend(x, 3 + 0.2 * x + _ar1(rng, len(x), phi, 1.0))
+        misses += t.low is None or not (t.low <= 0.2 <= t.high)
+    assert misses / 400 <= most_misses
+
+
+def test_too_few_independent_points_give_no_interval():
+    t = trend([0, 1, 2], [0.0, 1.0, 0.5])
+    assert t.points == 3 and t.low is None
+    x = np.arange(12)
+    t = trend(x, np.sin(x / 11 * np.pi))  # one hump: neighbouring residuals alike
+    assert t.r1 > 0.5 and t.n_eff < 3 and t.low is None
+    assert drift_verdict(t, 1.0)[0] == "inconclusive"
+    with pytest.raises(ValueError, match="at least 3 points"):
+        trend([1, 2], [1, 2])
+
+
+# ---------------------------------------------------------------------------- specs, schedule
+
+
+def test_fault_and_duration_specs():
+    assert plan.parse_faults("kill=20, hang=3,term=2") == {"kill": 20, "hang": 3, "term": 2}
+    assert plan.parse_faults("kill=0") == {}
+    for bad in ("kil=2", "kill", "kill=x", "kill=-1"):
+        with pytest.raises(UsageError, match=r"expected ACTION=COUNT\[,ACTION=COUNT\.\.\.\]"):
+            plan.parse_faults(bad)
+    with pytest.raises(UsageError, match="'kill' is given twice"):
+        plan.parse_faults("kill=1,kill=2")
+    assert plan.parse_duration("2h") == 7200 and plan.parse_duration("1h30m") == 5400
+    assert plan.parse_duration("45s") == 45 and plan.parse_duration("90") == 90
+    for bad in ("2x", "", "h", "-5", "0m"):
+        with pytest.raises(UsageError, match="--duration"):
+            plan.parse_duration(bad)
+
+
+def test_the_schedule_is_seeded_in_order_and_puts_a_third_of_the_kills_in_saves():
+    counts = {"kill": 20, "hang": 3, "term": 2}
+    faults = plan.schedule(counts, steps=1000, world=2, engine="deepspeed", save_every=40, seed=7)
+    again = plan.schedule(counts, steps=1000, world=2, engine="deepspeed", save_every=40, seed=7)
+    assert faults == again
+    assert [f.progress for f in faults] == sorted({f.progress for f in faults})  # distinct
+    kinds = [(f.action, f.point == "step") for f in faults]
+    assert kinds.count(("kill", False)) == 7 and kinds.count(("kill", True)) == 13
+    assert kinds.count(("hang", True)) == 3 and kinds.count(("term", True)) == 2
+    for f in faults:
+        if f.point != "step":
+            assert f.step % 40 == 0 and f.point in plan.SAVE_POINTS["deepspeed"]
+            assert f.rank == 0 or f.point not in plan.RANK0_POINTS
+        assert (f.rank is None) == (f.action == "term") and 1 <= f.step <= 1000
+    with pytest.raises(UsageError, match=r"room for 12 \(9 steps and 3 saves\); give more --steps"):
+        plan.schedule({"hang": 12}, steps=10, world=2, engine="dsbench", save_every=4, seed=0)
+
+
+def test_bad_specs_are_one_line_exit_2(config, capsys):
+    base = ["soak", "--config", str(config), "--model", "mlp"]
+    cases = [
+        (["--faults", "kill=2,explode=1"], "--faults 'explode=1': expected ACTION=COUNT"),
+        (["--duration", "2 hours"], "--duration '2 hours': expected a time such as 2h"),
+        (["--duration", "1h", "--faults", "kill=1"], "--faults needs --steps, not --duration"),
+        (["--duration", "1h", "--steps", "5"], "not allowed with argument"),
+        (["--steps", "50", "--faults", "kill=1", "--checkpoint-every", "0"],
+         "--faults needs checkpoints"),
+    ]  # fmt: skip
+    for extra, needle in cases:
+        assert main(base + extra) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and needle in err, err
+
+
+# ---------------------------------------------------------------------------- soaks
+
+
+def _soak(config, out, *args, **popen):
+    cmd = [str(BIN / "dsbench"), "soak", "--nproc", "2", "--config", str(config), "--model",
+           "mlp", "--out", str(out), *args]  # fmt: skip
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+
+
+@pytest.mark.slow
+def test_a_fault_soak_detects_names_and_resumes_every_failure_bit_for_bit(config, tmp_path):
+    out = tmp_path / "results"
+    proc = _soak(config, out, "--steps", "40", "--checkpoint-every", "10", "--faults",
+                 "kill=2,hang=1,term=1", "--fault-seed", "8", "--hang-timeout", "3",
+                 "--sample-every", "5")  # fmt: skip
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stderr
+    (path,) = out.glob("testbox/*.json")
+    run = results.read_run(path)  # a valid result file
+    section = run.doc["soak"]
+    assert section["status"] == "complete" and not section["problems"]
+    faults = section["faults"]
+    assert [f["spec"] for f in faults["faults"]] == [
+        "hang@step:rank=0:step=7",
+        "kill@step:rank=0:step=13",
+        "kill@save.shard:rank=0:step=30",
+        "term@step:step=37",
+    ]
+    assert all(f["detected"] and f["named"] for f in faults["faults"])
+    messages = [f["message"] for f in faults["faults"]]
+    assert messages[0].startswith("rank 0 of 2 stopped responding at step 7")
+    assert messages[2].startswith(
+        "rank 0 of 2 killed by SIGKILL at step 29 (saving the checkpoint of step 30)"
+    )
+    assert messages[3].startswith("rank 0 of 2 killed by SIGTERM at step 37; rank 1 of 2")
+    assert faults["injected"] == {"kill": 2, "hang": 1, "term": 1}
+    assert faults["during_saves"] == 1 and faults["real_failures"] == []
+    hang = faults["faults"][0]["detection_s"]
+    assert 3 <= hang < 30 and all(f["detection_s"] < 30 for f in faults["faults"])
+    assert faults["resumes_attempted"] == 4 and faults["resumes_identical"] == 4
+    assert [r["from_step"] for r in faults["resumes"]] == [0, 10, 20, 30]
+    assert "bit-identical 4 (100.0%)" in stdout
+    rows = run.benchmarks
+    assert (
+        rows["soak.resume_success[engine=dsbench,model=mlp,nproc=2,precision=bf16,stage=2]"][
+            "value"
+        ]
+        == 100.0
+    )
+    for rank in (0, 1):
+        memory = rows[f"soak.memory[engine=dsbench,model=mlp,nproc=2,precision=bf16,rank={rank},"
+                      "stage=2]"]  # fmt: skip
+        assert memory["direction"] == "lower" and memory["unit"] == "MiB/1k steps"
+        assert memory["drift"]["verdict"] in ("flat", "growing", "inconclusive")
+        assert memory["drift"]["threshold"] == 1.0 and memory["drift"]["first_step"] >= 5
+    # the stream holds every sample and loss as it came
+    lines = [json.loads(x) for x in (out / "testbox" / section["stream"]).read_text().splitlines()]
+    assert sum(x["kind"] == "sample" and x["run"] == "reference" for x in lines) == 16
+    assert lines[-1] == {"kind": "result", "path": str(path), "status": "complete"}
+    # compare reads two soak files (the second a copy, as a rerun would write)
+    doc = json.loads(path.read_text()) | {"run_id": "20991231T000000Z-bbbbbb", "label": "again"}
+    results.write_run(doc, root=out)
+    cmp = subprocess.run([str(BIN / "dsbench"), "compare", "--baseline", "label=" + run.label,
+                          "--contender", "label=again", "--format", "plain"],
+                         capture_output=True, text=True, env=os.environ | {
+                             "DSBENCH_RESULTS": str(out)})  # fmt: skip
+    assert cmp.returncode == 0, cmp.stderr
+    assert "soak.resume_success[" in cmp.stdout and "%" in cmp.stdout
+    assert "RuntimeWarning" not in cmp.stderr
+
+
+@pytest.mark.slow
+def test_sigterm_of_a_soak_keeps_what_finished_and_leaves_nothing_behind(config, tmp_path):
+    out, tmp = tmp_path / "results", tmp_path / "tmp"
+    tmp.mkdir()
+    before = _orphan_semaphores()
+    proc = _soak(config, out, "--duration", "10m", "--checkpoint-every", "5", "--sample-every",
+                 "5", env=os.environ | {"TMPDIR": str(tmp)})  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not any('"kind": "sample"' in p.read_text() for p in out.glob("testbox/*.jsonl")):
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+        time.sleep(0.2)
+    children = list(_children(proc.pid))
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 143, stderr
+    assert "interrupted by SIGTERM" in stderr
+    (path,) = out.glob("testbox/*.json")
+    run = results.read_run(path)
+    assert run.doc["soak"]["status"] == "interrupted"
+    assert run.doc["interrupted"]["signal"] == "SIGTERM" and run.doc["interrupted"]["finished"] > 0
+    assert list(tmp.iterdir()) == []  # checkpoints removed
+    end = time.monotonic() + 10
+    while any(_alive(pid) for pid in children):
+        assert time.monotonic() < end, "ranks left running"
+        time.sleep(0.2)
+    assert not (_orphan_semaphores() - before)
+
+
+@pytest.mark.slow
+def test_a_soak_ends_at_its_duration_with_the_ranks_agreeing_on_the_last_step(config, tmp_path):
+    out = tmp_path / "results"
+    proc = _soak(config, out, "--duration", "4s", "--sample-every", "2")
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    (path,) = out.glob("testbox/*.json")
+    doc = json.loads(path.read_text())
+    (launch,) = doc["soak"]["launches"]
+    assert launch["failure"] is None and launch["first_step"] == 0 and launch["last_step"] >= 1
+    assert doc["soak"]["settings"]["duration_s"] == 4.0 and doc["soak"]["status"] == "complete"
+    assert "soak.memory[" in stdout
