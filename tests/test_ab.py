@@ -174,7 +174,7 @@ def _verdicts(repo, base, cont, rounds, out):
 
 @pytest.mark.slow
 def test_power_ten_percent_slower_adamw_is_worse_two_percent_is_not(tmp_path):
-    """The verdicts issue's acceptance test, on the fastest AdamW case: a throwaway commit
+    """The power of dsbench ab's verdicts, on the fastest AdamW case: a throwaway commit
     slowing the step by 10% is worse in 6+6 alternating rounds; by 2%, never worse."""
     repo = tmp_path / "repo"
     subprocess.run(["git", "clone", "--quiet", "--shared", str(ROOT), str(repo)], check=True)

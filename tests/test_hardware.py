@@ -69,7 +69,8 @@ def test_every_shipped_profile_loads_with_a_source_for_every_figure():
     ],
 )
 def test_figures_match_anchors(profile, field, expected):
-    """Spot checks against shared/ANCHORS.md (dense peaks, per direction links)."""
+    """Spot checks against the vendors' datasheets each figure's ``source`` names (dense
+    peaks, per-direction link bandwidth)."""
     fig = hardware.get_profile(profile).figures()[field]
     assert fig.value == pytest.approx(expected)
 

@@ -2,7 +2,8 @@
 
 AdamW on fp32 parameters, gradients and moments moves 28 bytes per parameter per step
 (reads p, g, m, v = 16 B; writes p, m, v = 12 B), so it is memory-bound: the figure of merit is
-GB/s against the device's memory bandwidth (Adam bytes/param: ANCHORS.md). With the fp16 loss
+GB/s against the device's memory bandwidth (the bytes counted above: each tensor read or
+written once, the least any implementation moves). With the fp16 loss
 scaler's unscaling (``scaler=True``) the convention is 32 B/param (the unscaled gradient written
 back), whether or not an implementation actually writes it.
 """

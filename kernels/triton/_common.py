@@ -77,7 +77,7 @@ def mismatch_report(
 ) -> str | None:
     """``None`` when ``|actual - expected| <= atol + rtol*|expected|`` everywhere (NaN matches
     NaN, inf matches the same inf); otherwise a report: mismatch count, NaN/inf mismatches and
-    the ``show`` worst indices with both values (STYLE.md convention 3)."""
+    the ``show`` worst indices with both values (as ``torch.testing.assert_close`` reports)."""
     import torch
 
     if actual.shape != expected.shape:
