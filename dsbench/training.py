@@ -21,6 +21,7 @@ rank's step time, so they stop after the same step and save there.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
 import time
@@ -103,15 +104,18 @@ def train_loop(job: TrainJob, *, device: str, send) -> None:
         faults.point("step", step)
         t0 = time.perf_counter()
         total = torch.zeros((), dtype=torch.float64, device=device)
+        phases = _Phases(device) if cfg.wall_clock_breakdown else None
         for micro in range(gas):
             index = batch_index(step, rank=rank, world_size=world, micro_step=micro,
                                 grad_accum=gas)  # fmt: skip
             batch = preset.batch(mb, seed=job.seed, step=index, device=device, dtype=dtype)
-            loss = preset.loss(
-                engine, batch
-            )  # the engine's forward: DeepSpeed scales for GAS there
-            engine.backward(loss)
-            engine.step()
+            # the engine's forward: DeepSpeed scales for GAS there
+            with _phase(phases, "forward"):
+                loss = preset.loss(engine, batch)
+            with _phase(phases, "backward"):
+                engine.backward(loss)
+            with _phase(phases, "step"):
+                engine.step()
             total += loss.detach().double()
         dist.all_reduce(total)
         mine = time.perf_counter() - t0
@@ -130,6 +134,7 @@ def train_loop(job: TrainJob, *, device: str, send) -> None:
                         "loss": loss,
                         "seconds": seconds,
                         "samples_per_s": cfg.batch.train_batch_size / seconds,
+                        **({"breakdown_ms": phases.ms} if phases is not None else {}),
                     },
                 )
             )
@@ -146,6 +151,29 @@ def train_loop(job: TrainJob, *, device: str, send) -> None:
     if job.checkpoint_dir and saved < done:
         _save(engine, job, done)
     engine.destroy()
+
+
+class _Phases:
+    """wall_clock_breakdown: rank 0's forward, backward and step time over a step's micro-steps
+    (synchronising a GPU around each, as DeepSpeed's timers do when it is on)."""
+
+    def __init__(self, device: str):
+        self.gpu = device.startswith("cuda")
+        self.ms = {"forward": 0.0, "backward": 0.0, "step": 0.0}
+
+
+@contextlib.contextmanager
+def _phase(phases: _Phases | None, name: str):
+    if phases is None:
+        yield
+        return
+    if phases.gpu:
+        torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    yield
+    if phases.gpu:
+        torch.cuda.synchronize()
+    phases.ms[name] += (time.perf_counter() - t0) * 1e3
 
 
 def _sample(engine, device: str, *, rank: int, step: int, loss: float, step_s: float) -> dict:

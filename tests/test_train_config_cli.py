@@ -167,3 +167,16 @@ def test_zero3_offload_and_checkpointing_config_trains_the_same_on_both_engines(
     a, b = _losses(runs["dsbench"].stdout), _losses(runs["deepspeed"].stdout)
     assert sorted(a) == sorted(b) == [0, 1, 2]
     assert [a[s] for s in a] == pytest.approx([b[s] for s in a], rel=1e-4, abs=1e-6)
+
+
+def test_steps_per_print_and_wall_clock_breakdown(tmp_path):
+    """steps_per_print: a step line every N steps and at the last; wall_clock_breakdown: each
+    printed step also gives its forward, backward and optimizer-step milliseconds."""
+    config = {**FOR_8, "steps_per_print": 3, "wall_clock_breakdown": True}
+    ran = _dsbench(tmp_path, config, "--nproc", "2", "--steps", "7", "--train-batch", "32")
+    assert ran.returncode == 0, ran.stderr
+    assert sorted(_losses(ran.stdout)) == [2, 5, 6]
+    times = re.findall(
+        r"time \(ms\) \| forward: (\S+) \| backward: (\S+) \| step: (\S+)", ran.stdout
+    )
+    assert len(times) == 3 and all(float(v) > 0 for row in times for v in row)

@@ -69,9 +69,13 @@ def kernels_arg(text: str) -> dict[str, str]:
     return out
 
 
-def _report(msg, *, batch=None, extras: str = "") -> None:
+def _report(
+    msg, *, batch=None, extras: str = "", every: int | None = None, last: int | None = None
+) -> None:
     """Print a rank's message; ``batch`` (the effective BatchConfig) and ``extras`` (offload,
-    activation checkpointing) complete the start line."""
+    activation checkpointing) complete the start line. ``every`` (the config's
+    ``steps_per_print``): print the step line of every N-th step and of the ``last`` one only
+    (None: every step)."""
     kind, body = msg
     if kind == "warning":
         print(f"dsbench: warning: {body}", file=sys.stderr)
@@ -93,11 +97,16 @@ def _report(msg, *, batch=None, extras: str = "") -> None:
             flush=True,
         )
     elif kind == "step":
+        if every and (body["step"] + 1) % every and body["step"] != last:
+            return
         print(
             f"step {body['step']:>5}  loss {body['loss']:.6g}  {body['seconds'] * 1e3:8.1f} ms"
             f"  {body['samples_per_s']:9.1f} samples/s",
             flush=True,
         )
+        if "breakdown_ms" in body:  # wall_clock_breakdown, as DeepSpeed's timers print it
+            print("           time (ms) | " + " | ".join(
+                f"{k}: {v:.2f}" for k, v in body["breakdown_ms"].items()), flush=True)  # fmt: skip
 
 
 def check_resumable(directory: str | None, engine: str, world: int, stage: int) -> None:
@@ -188,7 +197,8 @@ def run(args: argparse.Namespace) -> int:
     extras = [summary(z.stage, z.offload_optimizer, z.offload_param)]
     if ac.enabled:
         extras.append(checkpointing_summary(get_model(args.model), ac.number_checkpoints))
-    report = functools.partial(_report, batch=cfg.batch, extras=", ".join(filter(None, extras)))
+    report = functools.partial(_report, batch=cfg.batch, extras=", ".join(filter(None, extras)),
+                               every=cfg.steps_per_print, last=args.steps - 1)  # fmt: skip
     if env is not None and args.nproc is None:
         run_under_torchrun(job, timeout_s=args.timeout, report=report)
         return 0
