@@ -395,6 +395,7 @@ def _use_config(cfg: DSConfig, for_engine: str) -> DSConfig:
 @example(doc={"train_batch_size": 2, "optimizer": {"type": "Adam"}, "scheduler": {
               "type": "OneCycle", "params": {"cycle_min_lr": 0, "cycle_max_lr": 1,
               "cycle_first_step_size": 10**400}}}, kind="dict", args={})  # fmt: skip
+@example(doc={"train_batch_size": 2, "tensor_parallel": {"autotp_size": "2"}}, kind="dict", args={})
 @example(doc=DEEP, kind="file", args={})
 @example(doc=b'{"train_batch_size": ' + LONG_INT + b"}", kind="file", args={})
 @example(doc=b"\xff\xfe{}", kind="file", args={})
