@@ -353,7 +353,7 @@ _TOP_NOT_IMPLEMENTED: dict[str, Callable[[Any], bool]] = {
     "sequence_parallel_size": lambda v: v not in (None, 1),
     "sparse_attention": _is_set,
     "sparse_gradients": _truthy,
-    "tensor_parallel": lambda v: isinstance(v, dict) and (v.get("autotp_size") or 0) > 1,
+    "tensor_parallel": lambda v: isinstance(v, dict) and v.get("autotp_size") not in (None, 0, 1),
     "tensorboard": _never,
     "timers": _never,
     "use_data_before_expert_parallelism": _truthy,  # mixture of experts
