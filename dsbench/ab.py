@@ -3,7 +3,8 @@
 
 A *side* is what runs a round: an interpreter and a dsbench source tree, plus extra import
 paths. Each round is one fresh ``dsbench run`` process of one side (same suite, filter, sizes
-and seeds for both), in the order A B B A A B ..., so that a drift in machine load falls on
+and seeds for both; or, with ``--soak``, one ``dsbench soak`` with the same arguments), in the
+order A B B A A B ..., so that a drift in machine load falls on
 both sides alike (asv's ``--interleave-rounds``, Google Benchmark's random interleaving). The
 rounds of a side are merged into one result file whose rows keep each launch's samples apart
 (schema 3 ``rounds``), and :mod:`dsbench.compare` judges the pair with launches as its unit of
@@ -361,14 +362,13 @@ def run_rounds(
     sides: list[SideEnv],
     *,
     rounds: int,
-    suite: str,
-    pattern: str | None,
-    device: str,
+    verb: list[str],
     workdir: Path,
     progress: Callable[[str], None],
 ) -> list[list[Launch]]:
-    """Launch every round (fresh ``dsbench run`` processes, alternating sides); the launches
-    per side, each with its loaded result file."""
+    """Launch every round (fresh ``dsbench VERB ... --out FILE`` processes, alternating sides:
+    ``dsbench run`` with the suite, or ``dsbench soak``); the launches per side, each with its
+    loaded result file."""
     shims = [make_shim(s.tree, workdir / f"shim-{i}") for i, s in enumerate(sides)]
     sources = {s.tree: tree_fingerprint(s.tree) for s in sides}
     per_side: list[list[Launch]] = [[] for _ in sides]
@@ -378,22 +378,7 @@ def run_rounds(
         launch = Launch(
             side=s, index=len(per_side[s]), order=pos, path=workdir / f"{pos:03d}-{names[s]}.json"
         )
-        argv = [
-            sides[s].python,
-            "-m",
-            "dsbench",
-            "run",
-            "--suite",
-            suite,
-            "--device",
-            device,
-            "--out",
-            str(launch.path),
-            "--no-compare",
-            "--no-progress",
-        ]
-        if pattern:
-            argv += ["--filter", pattern]
+        argv = [sides[s].python, "-m", "dsbench", *verb, "--out", str(launch.path)]
         launch.started = datetime.now(UTC).isoformat(timespec="seconds")
         t0 = time.perf_counter()
         proc = run_child(argv, cwd=workdir, env=side_environ(sides[s], shims[s]))
@@ -525,6 +510,9 @@ def _merge_row(bid: str, per: list[tuple[int, dict | None]], centre, summarize, 
         launch_values=[r["value"] for _, r in ok],
         memory=max_over([r.get("memory") or {} for _, r in ok]),
     )
+    if "drift" in row:  # a soak's slope: each launch's fit and verdict
+        row["drift"] = None
+        row["launch_drifts"] = [r["drift"] for _, r in ok]
     if row.get("pct_of_peak") is not None and (row.get("peak") or {}).get("value"):
         row["pct_of_peak"] = 100.0 * value / row["peak"]["value"]
     if isinstance(row.get("metrics"), dict):  # each metric: the geometric mean over launches

@@ -257,3 +257,43 @@ def test_a_soak_ends_at_its_duration_with_the_ranks_agreeing_on_the_last_step(co
     assert launch["failure"] is None and launch["first_step"] == 0 and launch["last_step"] >= 1
     assert doc["soak"]["settings"]["duration_s"] == 4.0 and doc["soak"]["status"] == "complete"
     assert "soak.memory[" in stdout
+
+
+# ---------------------------------------------------------------------------- dsbench ab --soak
+
+
+def test_ab_rounds_of_a_soak_take_its_arguments_with_the_config_made_absolute(config, monkeypatch):
+    from argparse import Namespace
+
+    from dsbench.cli.ab import round_verb
+
+    monkeypatch.chdir(config.parent)
+    args = Namespace(soak="--config ds_config.json --model mlp --steps 20", filter=None)
+    assert round_verb(args) == ["soak", "--config", str(config), "--model", "mlp", "--steps", "20"]
+    args.soak = "--config=ds_config.json --out x"
+    with pytest.raises(UsageError, match="leave out --out"):
+        round_verb(args)
+    args.soak, args.filter = "--config x.json", "adamw"
+    with pytest.raises(UsageError, match="does not apply to --soak"):
+        round_verb(args)
+
+
+@pytest.mark.slow
+def test_ab_runs_a_short_soak_on_both_sides_and_compares_them(config, tmp_path):
+    out = tmp_path / "results"
+    soak = f"--config {config} --model mlp --steps 12 --sample-every 2"
+    proc = subprocess.run(
+        [str(BIN / "dsbench"), "ab", "--baseline", "current", "--contender", "current",
+         "--rounds", "2", f"--soak={soak}", "--out", str(out), "--format", "plain"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "a soak with 0 fault(s), 2 rounds a side" in proc.stderr
+    assert "soak.memory[" in proc.stdout and "soak.step_time[" in proc.stdout
+    paths = sorted(out.glob("testbox/*.json"))
+    assert len(paths) == 2
+    for path in paths:
+        run = results.read_run(path)
+        assert run.doc["suite"] == "soak" and len(run.doc["launches"]) == 2
+        memory = next(r for r in run.doc["benchmarks"] if r["name"] == "soak.memory")
+        assert memory["drift"] is None and len(memory["launch_drifts"]) == 2

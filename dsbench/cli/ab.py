@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -63,6 +64,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--fail-on-regression", action="store_true", help="exit 1 when any row's verdict is worse"
     )
+    p.add_argument(
+        "--soak",
+        metavar="'ARGS'",
+        help="each round is `dsbench soak ARGS` instead of a suite (write it with '=': "
+        "--soak='--config ds_config.json --model mlp --steps 300 --faults kill=3')",
+    )
 
 
 def check_round_arguments(args: argparse.Namespace, minimum: int) -> Path:
@@ -82,31 +89,51 @@ def check_round_arguments(args: argparse.Namespace, minimum: int) -> Path:
     return out
 
 
+def round_verb(args: argparse.Namespace) -> list[str]:
+    """What each round runs after ``python -m dsbench`` (``--out FILE`` follows): the suite's
+    ``dsbench run``, or ``dsbench soak`` with ``--soak``'s arguments (its config made absolute:
+    rounds run in a folder of their own)."""
+    soak = getattr(args, "soak", None)
+    if soak is None:
+        verb = ["run", "--suite", args.suite, "--device", args.device, "--no-compare",
+                "--no-progress"]  # fmt: skip
+        return verb + (["--filter", args.filter] if args.filter else [])
+    if args.filter:
+        raise UsageError("--filter chooses cases of a suite; it does not apply to --soak")
+    try:
+        words = shlex.split(soak)
+    except ValueError as exc:
+        raise UsageError(f"--soak '{soak}': {exc}") from None
+    verb = ["soak"]
+    for i, word in enumerate(words):
+        if word == "--out" or word.startswith("--out="):
+            raise UsageError("--soak: leave out --out; dsbench ab writes the rounds' files")
+        if word.startswith("--config="):
+            word = "--config=" + str(Path(word.split("=", 1)[1]).resolve())
+        elif i and words[i - 1] == "--config":
+            word = str(Path(word).resolve())
+        verb.append(word)
+    return verb
+
+
 def check_plan(sides: list[ab.SideEnv], args: argparse.Namespace) -> int:
-    """Each side lists its cases (``dsbench run --list``) before any round: a filter that
-    matches nothing, or a side that cannot start, is a one-line error with nothing written."""
+    """Each side lists its cases (``dsbench run --list``, or ``dsbench soak --list``, which
+    checks the soak's arguments and lists its faults) before any round: a filter that matches
+    nothing, a bad soak argument or a side that cannot start is a one-line error with nothing
+    written. Returns the most cases a side lists (faults, for a soak)."""
     counts = []
     for side in sides:
         with tempfile.TemporaryDirectory(prefix="dsbench-ab-plan-") as tmp:
             shim = ab.make_shim(side.tree, Path(tmp) / "shim")
-            argv = [
-                side.python,
-                "-m",
-                "dsbench",
-                "run",
-                "--suite",
-                args.suite,
-                "--device",
-                args.device,
-                "--list",
-            ] + (["--filter", args.filter] if args.filter else [])
+            verb = [w for w in round_verb(args) if w not in ("--no-compare", "--no-progress")]
+            argv = [side.python, "-m", "dsbench", *verb, "--list"]
             proc = subprocess.run(
                 argv, cwd=tmp, env=ab.side_environ(side, shim), capture_output=True, text=True
             )
         if proc.returncode != 0:
             why = ab._last(proc.stderr).removeprefix("dsbench: error: ")
             raise UsageError(f"side '{side.spec}': {why}")
-        counts.append(len(proc.stdout.split()))
+        counts.append(len(proc.stdout.splitlines()))
     return max(counts)
 
 
@@ -114,9 +141,7 @@ def launch_all(sides, args, workdir: Path, progress=None) -> list[list[ab.Launch
     return ab.run_rounds(
         sides,
         rounds=args.rounds,
-        suite=args.suite,
-        pattern=args.filter,
-        device=args.device,
+        verb=round_verb(args),
         workdir=workdir,
         progress=progress or (lambda line: print(f"dsbench: {line}", file=sys.stderr)),
     )
@@ -166,8 +191,9 @@ def run(args: argparse.Namespace) -> int:
     out = check_round_arguments(args, minimum=2)
     sides = [ab.parse_side(args.baseline), ab.parse_side(args.contender)]
     n_cases = check_plan(sides, args)
+    what = f"a soak with {n_cases} fault(s)" if args.soak else f"{n_cases} case(s)"
     print(
-        f"dsbench ab: {n_cases} case(s), {args.rounds} rounds a side, alternating "
+        f"dsbench ab: {what}, {args.rounds} rounds a side, alternating "
         f"(A B, B A, ...): {args.baseline} vs {args.contender}",
         file=sys.stderr,
     )

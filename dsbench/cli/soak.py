@@ -89,9 +89,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--out",
-        metavar="DIR",
-        help="results folder (default $DSBENCH_RESULTS or ./results; files under <machine>/)",
+        metavar="PATH",
+        help="results folder, or a .json file path (default $DSBENCH_RESULTS or ./results, file "
+        "under <machine>/); the JSONL stream goes beside the file",
     )
+    p.add_argument("--list", action="store_true", help="print the fault schedule and exit")
     p.add_argument("--label", help="the run's label (default soak-ENGINE-zeroSTAGE)")
     p.epilog = (
         f"Verdicts: memory is flat when the whole 99%% interval of its slope lies below "
@@ -164,13 +166,20 @@ def run(args: argparse.Namespace) -> int:
     from dsbench.envinfo import collect_env
 
     settings, params = _settings(args)
+    if args.list:
+        for fault in settings.faults:
+            print(f"{fault.env():40s} {fault.describe()}")
+        return 0
     out = Path(args.out) if args.out else results.default_results_dir()
-    folder = out / results.machine_name()
+    if out.suffix == ".json" and out.exists():
+        raise UsageError(f"--out {out} already exists; dsbench never overwrites a result file")
+    folder = out.parent if out.suffix == ".json" else out / results.machine_name()
     results.check_writable(folder)
     started = datetime.now(UTC)
     run_id = results.new_run_id(started)
     label = args.label or f"soak-{params['engine']}-zero{params['stage']}"
-    stream = Stream(folder / f"{run_id}-{results.slug(label)}.soak.jsonl")
+    name = out.stem if out.suffix == ".json" else f"{run_id}-{results.slug(label)}"
+    stream = Stream(folder / f"{name}.soak.jsonl")
     env = collect_env(settings.device)
     workdir = Path(tempfile.mkdtemp(prefix="dsbench-soak-"))
     soak = Soak(settings, stream, workdir)
@@ -191,7 +200,10 @@ def run(args: argparse.Namespace) -> int:
         shutil.rmtree(workdir, ignore_errors=True)
     with signals_ignored():  # a second signal must not cost the file
         doc = _document(soak, params, env, started, run_id, label, args, stopped)
-        path = results.write_run(doc, root=out)
+        if out.suffix == ".json":
+            path = results.write_run(doc, path=out)
+        else:
+            path = results.write_run(doc, root=out)
         stream.write("result", path=str(path), status=doc["soak"]["status"])
         stream.close()
     _print_summary(doc, path)

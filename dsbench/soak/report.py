@@ -70,7 +70,17 @@ def _slope_row(name: str, params: dict, metric: str, unit: str, fit: dict) -> di
         max=s,
     )
     return _row(
-        name, params, metric, unit, "lower", status="ok", value=s, stats=stats.to_dict(), drift=fit
+        name,
+        params,
+        metric,
+        unit,
+        "lower",
+        status="ok",
+        value=s,
+        samples=[s],
+        rounds=[{"launch": 0, "n": 1}],
+        stats=stats.to_dict(),
+        drift=fit,
     )
 
 
