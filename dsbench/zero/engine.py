@@ -127,6 +127,22 @@ class ZeroSettings:
             raise ValueError("offload_param needs stage 3")
 
 
+# Note [stage-3 reuse]
+# Between its forward and its backward a stage-3 unit is normally released (its full weights
+# freed) and gathered again when the gradient of its output arrives. DeepSpeed keeps it instead
+# when that is cheap (``stage3_max_reuse_distance`` / ``stage3_max_live_parameters``), and dsbench
+# follows the same rule in two places:
+# - after its forward: keep the unit if the units gathered between its forward and its backward
+#   (those after it in forward order) hold at most max_reuse_distance elements and the units kept
+#   so far at most max_live_parameters (ZeroEngine._keep_for_backward);
+# - after its reduction, between the micro-steps of one accumulation: the weights do not change
+#   until the optimizer step, so keep every unit for the next micro-step's forward when all of
+#   them fit within both limits (ZeroEngine._keep_until_step). The optimizer step releases them
+#   (their contents are stale then).
+# A forward run again inside backward (activation checkpointing) keeps its unit gathered for the
+# backward that follows; its reduction releases it, by the second rule.
+
+
 def _in_backward() -> bool:
     """True while autograd runs a backward pass (a checkpointed block's forward runs again)."""
     return torch._C._current_graph_task_id() != -1
@@ -136,6 +152,7 @@ class _Bucket:
     """Parameters flattened into one padded run; rank r owns ``[lo, lo + owned)``."""
 
     def __init__(self, params: list[nn.Parameter], world: int, rank: int, sharded: bool):
+        # layout of the flat run
         self.params = params
         self.shapes = [p.shape for p in params]
         self.numels = [p.numel() for p in params]
@@ -144,8 +161,12 @@ class _Bucket:
         self.padded = math.ceil(self.numel / world) * world if sharded else self.numel
         self.owned = self.padded // world if sharded else self.numel
         self.lo = rank * self.owned if sharded else 0
-        self.ready = 0  # parameters whose gradient arrived in this backward
-        # set by the engine:
+        self.start = 0  # stages 0-2: where the run begins in the engine's flat buffers
+        # backward: gradients that arrived, and whether the bucket was reduced (late hooks of
+        # this backward are then ignored); both reset at the end of each backward
+        self.arrived = 0
+        self.reduced = False
+        # optimizer state, set by ZeroEngine._build_optimizer_state
         self.master: torch.Tensor | None = None  # fp32 owned slice (optimizer input)
         self.master_is_param = False  # fp32 on the parameters' device: master is the storage
         self.grad: torch.Tensor | None = None  # fp32 owned gradient (optimizer input)
@@ -169,6 +190,43 @@ class _Bucket:
             self.params, self.offsets, self.numels, self.shapes, strict=True
         ):
             setattr(p, attr, flat[off : off + n].view(shape))
+
+
+@dataclass
+class _InFlight:
+    """A stage-3 all-gather submitted but not yet waited for (a prefetch, or the current one)."""
+
+    buffer: torch.Tensor  # receives the full padded run
+    handle: Handle
+
+
+class _Unit(_Bucket):
+    """Stage 3: one module's partitioned parameters, whole only while in use.
+
+    Its gather state is one of three: released (``gathered`` and ``in_flight`` None, the
+    parameters' ``data`` empty), in flight (``in_flight`` set), or gathered (``gathered`` holds
+    the full run and the parameters point into it)."""
+
+    def __init__(self, module: nn.Module, params: list[nn.Parameter], world: int, rank: int):
+        super().__init__(params, world, rank, sharded=True)
+        self.module = module
+        # this rank's slice in the compute dtype (host memory with offload_param); set by
+        # ZeroEngine._build_stage3
+        self.shard: torch.Tensor | None = None
+        self.gathered: torch.Tensor | None = None
+        self.in_flight: _InFlight | None = None
+
+
+@dataclass
+class _Reduction:
+    """A bucket's gradient reduction, submitted; :meth:`ZeroEngine._land` finishes it."""
+
+    bucket: _Bucket
+    out: torch.Tensor  # the reduced (summed) gradient of the owned slice, compute dtype
+    full: torch.Tensor  # the bucket's full gradient run that was reduced
+    accumulate: bool  # add into the owned fp32 gradient (stage >= 2) instead of replacing it
+    fresh: bool  # ``out`` is a buffer of its own (may be scaled in place)
+    contiguous: bool  # ``full`` is a view of the engine's flat gradient buffer
 
 
 class ZeroEngine:
@@ -201,16 +259,34 @@ class ZeroEngine:
         self._fused = s.fused_optimizer
         if self._fused is None and s.offload_optimizer:
             self._fused = True
+        # progress
         self.micro_steps = 0
         self.global_steps = 0  # optimizer steps applied
         self.skipped_steps = 0
         self._grad_sq_norm: torch.Tensor | None = None  # the last step's, when computed
-        self._pending: list[tuple[Handle, Callable[[], None]]] = []
+        # backward: reductions submitted and not yet landed; hooks to remove on destroy
+        self._pending: list[tuple[Handle, _Reduction]] = []
         self._hooks: list = []
+        # layout (stages 0-2, and stage 3's persistent parameters): buckets over one flat
+        # parameter buffer and, with contiguous_gradients below stage 3, one flat gradient buffer
+        self.buckets: list[_Bucket] = []
+        self.flat_params: torch.Tensor | None = None
+        self.flat_grads: torch.Tensor | None = None
+        # stage 3: partitioned modules, their first-forward order (for prefetching), and
+        # whether that order is still being recorded (the first forward)
+        self.units: list[_Unit] = []
+        self._unit_of_module: dict[nn.Module, _Unit] = {}
+        self._order: list[_Unit] = []
+        self._recording = True
+        # optimizer state: flat fp32 runs over every owned slice, and Adam's step per bucket
+        self._master_flat: torch.Tensor | None = None  # None: every master is the parameter
+        self._grad_flat: torch.Tensor | None = None
+        self._m_flat: torch.Tensor | None = None
+        self._v_flat: torch.Tensor | None = None
+        self._steps: list[torch.Tensor] = []
         self._sync_params_from_rank0()
         model.to(dtype=s.dtype)
         params = [p for p in model.parameters() if p.requires_grad]
-        self.units: list[_Bucket] = []  # stage 3: partitioned modules
         if s.stage == 3:
             self._build_stage3(params)
         else:
@@ -298,24 +374,20 @@ class ZeroEngine:
             if p.numel() <= s.param_persistence_threshold or len(owners[id(p)]) > 1
         ]
         keep = {id(p) for p in persistent}
-        self._unit_of_module: dict[nn.Module, _Bucket] = {}
         for module in self.module.modules():
             own = [
                 p for p in module.parameters(recurse=False) if p.requires_grad and id(p) not in keep
             ]
             if own:
-                unit = _Bucket(own, self.world, self.rank, sharded=True)
-                unit.module = module
+                unit = _Unit(module, own, self.world, self.rank)
                 full = unit.flatten([p.data for p in own], self.dtype, self.device)
                 mine = full[unit.lo : unit.lo + unit.owned]
                 unit.shard = self._host.host_copy(mine) if s.offload_param else mine.clone()
-                unit.gathered, unit.gather_handle = None, None
                 self._release(unit)
                 self.units.append(unit)
                 self._unit_of_module[module] = unit
-        self._build_buckets(persistent) if persistent else self._no_buckets()
-        self._order: list[_Bucket] = []  # units in first-forward order, for prefetching
-        self._recording = True
+        if persistent:
+            self._build_buckets(persistent)
         for unit in self.units:
             m = unit.module
             self._hooks += [
@@ -323,40 +395,34 @@ class ZeroEngine:
                 m.register_forward_hook(lambda mod, args, out, u=unit: self._post_forward(u, out)),
             ]
 
-    def _no_buckets(self) -> None:
-        self.buckets, self.flat_params, self.flat_grads = [], None, None
-
     # ------------------------------------------------------------------ stage 3 gather/release
 
-    def _start_gather(self, unit: _Bucket) -> None:
-        if unit.gathered is not None or unit.gather_handle is not None:
+    def _start_gather(self, unit: _Unit) -> None:
+        if unit.gathered is not None or unit.in_flight is not None:
             return
         full = torch.empty(unit.padded, dtype=self.dtype, device=self.device)
-        unit.gather_buffer = full
         shard = unit.shard
         if shard.device != self.device:  # offload_param: the shard comes from host memory
             shard = shard.to(self.device, non_blocking=self._host.pin)
-        unit.gather_handle = self.comm.allgather(full, shard)
+        unit.in_flight = _InFlight(full, self.comm.allgather(full, shard))
 
-    def _gather(self, unit: _Bucket) -> None:
+    def _gather(self, unit: _Unit) -> None:
         self._start_gather(unit)
-        if unit.gather_handle is not None:
-            unit.gather_handle.wait()
-            unit.gather_handle = None
-            unit.gathered = unit.gather_buffer
-            unit.gather_buffer = None
+        if unit.in_flight is not None:
+            unit.in_flight.handle.wait()
+            unit.gathered, unit.in_flight = unit.in_flight.buffer, None
             unit.bind(unit.gathered)
 
-    def _release(self, unit: _Bucket) -> None:
-        if unit.gather_handle is not None:  # a prefetch that was not used: finish it first
-            unit.gather_handle.wait()
-            unit.gather_handle = None
-        unit.gathered = unit.gather_buffer = None
+    def _release(self, unit: _Unit) -> None:
+        if unit.in_flight is not None:  # a prefetch that was not used: finish it first
+            unit.in_flight.handle.wait()
+            unit.in_flight = None
+        unit.gathered = None
         empty = torch.empty(0, dtype=self.dtype, device=self.device)
         for p in unit.params:
             p.data = empty
 
-    def _prefetch(self, unit: _Bucket, order: list[_Bucket]) -> None:
+    def _prefetch(self, unit: _Unit, order: list[_Unit]) -> None:
         if self._recording or unit not in order:
             return
         budget = self.settings.prefetch_bucket_size
@@ -366,7 +432,7 @@ class ZeroEngine:
             self._start_gather(nxt)
             budget -= nxt.numel
 
-    def _pre_forward(self, unit: _Bucket) -> None:
+    def _pre_forward(self, unit: _Unit) -> None:
         if _in_backward():  # activation checkpointing recomputes the unit for its backward
             self._gather(unit)
             return
@@ -375,10 +441,8 @@ class ZeroEngine:
         self._gather(unit)
         self._prefetch(unit, self._order)
 
-    def _keep_for_backward(self, unit: _Bucket) -> bool:
-        """DeepSpeed's reuse rule: keep the unit if the units gathered between its forward and
-        its backward (those after it in forward order) total at most max_reuse_distance elements,
-        and the kept units stay within max_live_parameters."""
+    def _keep_for_backward(self, unit: _Unit) -> bool:
+        """Keep ``unit`` gathered from its forward to its backward? (Note [stage-3 reuse])"""
         if self._recording or unit not in self._order:
             return False
         s = self.settings
@@ -389,9 +453,7 @@ class ZeroEngine:
         )
 
     def _keep_until_step(self) -> bool:
-        """Between the micro-steps of one accumulation, weights do not change: DeepSpeed's reuse
-        rule keeps gathered units for the next micro-step's forward when all of them fit within
-        max_reuse_distance and max_live_parameters. The optimizer step releases them (stale)."""
+        """Keep reduced units gathered for the next micro-step? (Note [stage-3 reuse])"""
         s = self.settings
         total = sum(u.numel for u in self.units)
         return (
@@ -400,11 +462,9 @@ class ZeroEngine:
             and total <= min(s.max_reuse_distance, s.max_live_parameters)
         )
 
-    def _post_forward(self, unit: _Bucket, output) -> None:
-        """Release the unit (unless it is kept for its backward, see _keep_for_backward); it is
-        gathered again when the gradient of its output arrives, just before its backward. A
-        forward run again inside backward (activation checkpointing) keeps the unit gathered
-        for the backward that follows; its reduction releases it."""
+    def _post_forward(self, unit: _Unit, output) -> None:
+        """Release the unit unless it is kept (Note [stage-3 reuse]); it is gathered again when
+        the gradient of its output arrives, just before its backward."""
         if _in_backward():
             return
         if not (torch.is_grad_enabled() and self._keep_for_backward(unit)):
@@ -414,7 +474,7 @@ class ZeroEngine:
                 if isinstance(t, torch.Tensor) and t.requires_grad:
                     t.register_hook(lambda grad, u=unit: self._pre_backward(u))
 
-    def _pre_backward(self, unit: _Bucket) -> None:
+    def _pre_backward(self, unit: _Unit) -> None:
         self._gather(unit)
         self._prefetch(unit, self._order[::-1])
 
@@ -433,7 +493,7 @@ class ZeroEngine:
         owned = sum(b.owned for b in everything)
         current = [
             b.shard
-            if b in self.units
+            if isinstance(b, _Unit)
             else self.flat_params[b.start + b.lo : b.start + b.lo + b.owned]
             for b in everything
         ]
@@ -474,18 +534,21 @@ class ZeroEngine:
 
     def _reduces_now(self, b: _Bucket) -> bool:
         """Stage 0/1 reduce at the accumulation boundary; stage 2/3 every micro-step."""
-        return self.settings.stage >= 2 or b in self.units or self._boundary()
+        return self.settings.stage >= 2 or self._boundary()
 
     def _grad_ready(self, b: _Bucket) -> None:
-        b.ready += 1
-        if b.ready == len(b.params) and self._reduces_now(b):
+        if b.reduced:  # a late hook in this backward (a parameter used twice)
+            return
+        b.arrived += 1
+        if b.arrived == len(b.params) and self._reduces_now(b):
             self._reduce(b)
 
     def _reduce(self, b: _Bucket) -> None:
-        """Reduce bucket ``b``'s gradients across ranks into its fp32 owned gradient."""
-        b.ready = -(10**9)  # reduced: ignore late hooks in this backward
-        s = self.settings
-        contiguous = self.flat_grads is not None and b not in self.units
+        """Submit the reduction of bucket ``b``'s gradients across ranks into its fp32 owned
+        gradient; :meth:`_land` finishes it (at once, or after backward with overlap_comm)."""
+        b.reduced = True
+        s, unit = self.settings, isinstance(b, _Unit)
+        contiguous = self.flat_grads is not None and not unit
         if contiguous:  # the gradients are this view of the flat buffer
             full = self.flat_grads[b.start : b.start + b.padded]
         else:
@@ -494,44 +557,46 @@ class ZeroEngine:
                 p.grad = None  # the gradients now live in the bucket (accumulation restarts)
         if self.dtype == torch.float16:
             full.div_(self.world)  # fp16: pre-divide so the sum cannot overflow
-        accumulate = s.stage >= 2 or b in self.units
+        accumulate = s.stage >= 2
         if b.owned != b.padded and s.reduce_scatter:
-            if not accumulate and b.grad.dtype == self.dtype and b.grad.device == self.device:
-                # straight into the owned gradient
+            straight = b.grad.dtype == self.dtype and b.grad.device == self.device
+            if not accumulate and straight:  # straight into the owned gradient
                 out = b.grad
             else:
                 out = torch.empty(b.owned, dtype=self.dtype, device=self.device)
             handle = self.comm.reduce_scatter(out, full)
-            fresh = True  # ``out`` is ours alone: it may be scaled in place
+            fresh = True
         else:
             out = full[b.lo : b.lo + b.owned]
             handle = self.comm.allreduce(full)
             fresh = False
-
-        def finish(out=out, b=b, accumulate=accumulate, full=full, fresh=fresh):
-            g = out.float() if out.dtype != torch.float32 else out
-            if self.dtype != torch.float16:
-                # a fresh reduce-scatter output (or fp32 copy) is divided in place
-                g = g.div_(self.world) if fresh or g is not out else g / self.world
-            if b.grad.device != g.device:  # offload_optimizer: the shard is in host memory
-                self._host.grad_to_host(id(b), g, b.grad, accumulate)
-            elif accumulate:
-                b.grad.add_(g)
-            elif g is not b.grad:
-                b.grad.copy_(g)
-            if accumulate and contiguous:  # reduced every micro-step: start the next from zero
-                full.zero_()
-            if b in self.units and not self._keep_until_step():
-                self._release(b)
-
-        self._pending.append((handle, finish))
+        self._pending.append((handle, _Reduction(b, out, full, accumulate, fresh, contiguous)))
         if not s.overlap_comm:
             self._drain()
 
+    def _land(self, r: _Reduction) -> None:
+        """The reduced gradient into the bucket's fp32 owned gradient (host memory with
+        offload_optimizer)."""
+        b, out = r.bucket, r.out
+        g = out.float() if out.dtype != torch.float32 else out
+        if self.dtype != torch.float16:
+            # a fresh reduce-scatter output (or fp32 copy) is divided in place
+            g = g.div_(self.world) if r.fresh or g is not out else g / self.world
+        if b.grad.device != g.device:  # offload_optimizer: the shard is in host memory
+            self._host.grad_to_host(id(b), g, b.grad, r.accumulate)
+        elif r.accumulate:
+            b.grad.add_(g)
+        elif g is not b.grad:
+            b.grad.copy_(g)
+        if r.accumulate and r.contiguous:  # reduced every micro-step: the next starts from zero
+            r.full.zero_()
+        if isinstance(b, _Unit) and not self._keep_until_step():  # Note [stage-3 reuse]
+            self._release(b)
+
     def _drain(self) -> None:
-        for handle, finish in self._pending:
+        for handle, reduction in self._pending:
             handle.wait()
-            finish()
+            self._land(reduction)
         self._pending.clear()
 
     def backward(self, loss: torch.Tensor) -> None:
@@ -541,9 +606,9 @@ class ZeroEngine:
             scale *= self.settings.loss_scaler.scale
         (loss * scale).backward()
         for b in self.buckets + self.units:  # buckets whose hooks did not all fire (unused params)
-            if b.ready >= 0 and self._reduces_now(b):
+            if not b.reduced and self._reduces_now(b):
                 self._reduce(b)
-            b.ready = 0
+            b.arrived, b.reduced = 0, False
         self._drain()
         if self._host is not None:
             self._host.flush()
