@@ -1,0 +1,72 @@
+"""Compare two runs: selectors pick them, pairs are matched by benchmark id, and each pair gets
+one of four verdicts from run-level statistics, in the metric's own direction.
+
+- Verdicts (:func:`dsbench.stats.judge`): **better** / **worse** when the whole 99% interval of
+  the contender/baseline ratio lies beyond ``--factor`` in the metric's direction, **unchanged**
+  when it lies within [1/factor, factor], **inconclusive** otherwise, with the reason (one round
+  per side, too few samples, spread too wide). The unit of evidence is the round: between two
+  runs a launch (a fresh process); between two sides of one run (``engine=deepspeed`` vs
+  ``engine=dsbench``) the alternating rounds both sides were timed in. Two runs of one launch
+  each are decided only with a noise figure (an A/A calibration of the machine, ``dsbench
+  noise``), the newest for that machine, named above the table.
+- Direction: each row carries ``direction`` (higher is better for throughput, lower for time
+  and memory); asv treats everything as lower-is-better, dsbench does not.
+- Choosing runs: when a selector matches several runs, the pair of runs sharing benchmark cases
+  and differing in the fewest fields besides the compared axis is used (newest first among
+  equals), so ``--baseline 0.18.3 --contender 0.18.4`` over asv's matrix pairs the same Python.
+  With no contender, the closest run that differs on the baseline selector's own axis is used.
+- Environments: when a side comes from asv (one run per environment), every row carries the
+  environment of each side (``python 3.11, deepspeed 0.18.3``).
+- Confounders: environment fields that differ besides the compared axis are listed above the
+  table, because such a comparison measures more than one thing.
+
+The work is in three modules: :mod:`~dsbench.compare.selection` (which runs),
+:mod:`~dsbench.compare.comparison` (rows, verdicts, the report) and
+:mod:`~dsbench.compare.render` (the table).
+"""
+
+from dsbench.compare.comparison import (
+    Report,
+    Row,
+    compare_rows,
+    env_label,
+    noise_figures,
+    regressions,
+    report,
+    tally,
+)
+from dsbench.compare.render import FORMATS, interval_text, render
+from dsbench.compare.selection import (
+    SELECTOR_KEYS,
+    Selector,
+    Side,
+    axes_of,
+    confounders,
+    field_matches,
+    is_asv,
+    param_keys,
+    pick_runs,
+)
+
+__all__ = [
+    "FORMATS",
+    "SELECTOR_KEYS",
+    "Report",
+    "Row",
+    "Selector",
+    "Side",
+    "axes_of",
+    "compare_rows",
+    "confounders",
+    "env_label",
+    "field_matches",
+    "interval_text",
+    "is_asv",
+    "noise_figures",
+    "param_keys",
+    "pick_runs",
+    "regressions",
+    "render",
+    "report",
+    "tally",
+]

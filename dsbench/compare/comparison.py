@@ -1,0 +1,226 @@
+"""The comparison itself: rows paired by benchmark id, each judged by
+:func:`dsbench.stats.judge` into one of four verdicts, and the report with its notes. See
+:mod:`dsbench.compare`."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from dsbench.compare.render import render
+from dsbench.compare.selection import Side, confounders, is_asv
+from dsbench.errors import UsageError
+from dsbench.results import Run, row_rounds
+from dsbench.stats import VERDICTS, Noise, Verdict, centre, judge, round_spread
+
+ENV_LABEL_KEYS = ("python", "deepspeed")
+"""Always in an environment label: the axes of asv's matrix."""
+ENV_LABEL_IF_DIFFERENT = ("torch", "triton", "numpy", "backend", "device")
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    id: str
+    unit: str
+    direction: str | None
+    baseline: float | None
+    """The baseline's centre: the geometric mean of its rounds' medians (one round: median)."""
+    contender: float | None
+    ratio: float | None
+    change: str
+    """A verdict (:data:`dsbench.stats.VERDICTS`), or why the row is not comparable: 'only in
+    baseline', 'only in contender', 'baseline failed', 'skipped / failed', 'units differ'."""
+    low: float | None = None
+    """The 99% interval of the ratio."""
+    high: float | None = None
+    basis: str = ""
+    """How the verdict was reached (``t(10)+bootstrap, 6+6 rounds``), or for ``inconclusive``
+    why the data cannot decide."""
+    baseline_env: str = ""
+    """The environment the baseline value came from (set when a side is an asv run)."""
+    contender_env: str = ""
+
+    @property
+    def comparable(self) -> bool:
+        return self.change in VERDICTS
+
+
+def _side(row: dict | None) -> str:
+    if row is None:
+        return "missing"
+    return "" if row["status"] == "ok" else row["status"]
+
+
+def compare_rows(
+    base: dict[str, dict],
+    cont: dict[str, dict],
+    factor: float = 1.05,
+    level: float = 0.99,
+    envs: tuple[str, str] = ("", ""),
+    unit: str = "launch",
+    noise: dict[str, Noise] | None = None,
+) -> list[Row]:
+    """Pair benchmarks by id and judge each pair; rows present on one side only are listed.
+
+    ``unit``: what a round is (``"launch"`` between runs, ``"round"`` between two sides of one
+    run, see :func:`dsbench.results.row_rounds`). ``noise``: noise figures by benchmark id, used
+    for pairs with a single launch on a side. ``envs``: the environment each side came from.
+    """
+    if not 1.0 <= factor < math.inf:  # NaN too
+        raise UsageError(f"--factor must be a finite number >= 1.0, got {factor}")
+    noise = noise or {}
+    out = []
+    for bid in list(base) + [k for k in cont if k not in base]:
+        b, c = base.get(bid), cont.get(bid)
+        ref = b or c
+        bs, cs = _side(b), _side(c)
+        unit_name, direction = ref.get("unit", ""), ref.get("direction")
+        bv = b["value"] if not bs else None
+        cv = c["value"] if not cs else None
+        if bs or cs:
+            if "missing" in (bs, cs):
+                why = "only in contender" if bs == "missing" else "only in baseline"
+            elif bs and cs:
+                why = f"{bs} / {cs}"  # e.g. "skipped / failed"
+            else:
+                why = f"baseline {bs}" if bs else f"contender {cs}"
+            out.append(_unjudged(bid, unit_name, direction, bv, cv, why, envs))
+            continue
+        if b["direction"] != c["direction"] or b["unit"] != c["unit"]:
+            out.append(_unjudged(bid, unit_name, direction, bv, cv, "units differ", envs))
+            continue
+        b_rounds, c_rounds = row_rounds(b, unit), row_rounds(c, unit)
+        fig = noise.get(bid) if min(len(b_rounds), len(c_rounds)) == 1 else None
+        v = judge(b_rounds, c_rounds, direction=direction, factor=factor, level=level, noise=fig)
+        out.append(_row(bid, unit_name, direction, b_rounds, c_rounds, v, envs))
+    return out
+
+
+def _unjudged(bid, unit, direction, baseline, contender, why: str, envs) -> Row:
+    return Row(id=bid, unit=unit, direction=direction, baseline=baseline, contender=contender,
+               ratio=None, change=why, baseline_env=envs[0], contender_env=envs[1])  # fmt: skip
+
+
+def _row(bid, unit, direction, b_rounds, c_rounds, v: Verdict, envs) -> Row:
+    return Row(
+        id=bid,
+        unit=unit,
+        direction=direction,
+        baseline=centre(b_rounds),
+        contender=centre(c_rounds),
+        ratio=v.ratio,
+        change=v.change,
+        low=v.low,
+        high=v.high,
+        basis=v.why or v.method,
+        baseline_env=envs[0],
+        contender_env=envs[1],
+    )
+
+
+def noise_figures(runs: list[Run], machine: str) -> tuple[Run | None, dict[str, Noise]]:
+    """The newest noise calibration of ``machine`` (a run ``dsbench noise`` wrote) and its
+    figure per benchmark id: the spread of the log launch medians, with launches - 1 df."""
+    calib = [r for r in runs if r.doc.get("purpose") == "noise" and r.machine == machine]
+    if not calib:
+        return None, {}
+    run = calib[-1]
+    figures = {}
+    for bid, row in run.benchmarks.items():
+        if row["status"] != "ok":
+            continue
+        sigma, df = round_spread(row_rounds(row, "launch"))
+        if df:
+            figures[bid] = Noise(sigma=sigma, df=df, source=run.id)
+    return run, figures
+
+
+def tally(rows: list[Row]) -> dict[str, int]:
+    """Rows per verdict, plus those on one side only and those failed, skipped or unlike."""
+    counts = {v: 0 for v in VERDICTS} | {"one side only": 0, "not comparable": 0}
+    for r in rows:
+        if r.comparable:
+            counts[r.change] += 1
+        elif r.change.startswith("only in"):
+            counts["one side only"] += 1
+        else:
+            counts["not comparable"] += 1
+    return counts
+
+
+def env_label(run: Run, other: Run) -> str:
+    """``python 3.11, deepspeed 0.18.3``, plus the fields in which ``other`` differs."""
+    keys = [
+        *ENV_LABEL_KEYS,
+        *(k for k in ENV_LABEL_IF_DIFFERENT if run.fields.get(k) != other.fields.get(k)),
+    ]
+    label = ", ".join(f"{k} {run.fields[k]}" for k in keys if run.fields.get(k) is not None)
+    return ("asv: " if is_asv(run) else "") + (label or "(versions not recorded)")
+
+
+def regressions(rows: list[Row]) -> list[Row]:
+    return [r for r in rows if r.change == "worse"]
+
+
+@dataclasses.dataclass
+class Report:
+    notes: list[str]
+    """Which runs were used and what confounds them: print above the table."""
+    table: str
+    verdict: str
+    rows: list[Row]
+    counts: dict[str, int]
+
+
+def report(
+    base: Side | Run,
+    cont: Side | Run,
+    *,
+    axes: set[str],
+    factor: float = 1.05,
+    fmt: str = "github",
+    notes: list[str] | None = None,
+    runs: list[Run] | None = None,
+) -> Report:
+    """The comparison table with its notes and summary line. ``runs``: where to look for the
+    machine's noise calibration (used for pairs with one launch on a side)."""
+    base = base if isinstance(base, Side) else Side.whole(base)
+    cont = cont if isinstance(cont, Side) else Side.whole(cont)
+    notes = list(notes or [])
+    envs = ("", "")
+    if is_asv(base.run) or is_asv(cont.run):
+        envs = (env_label(base.run, cont.run), env_label(cont.run, base.run))
+    same_run = base.run is cont.run
+    noise: dict[str, Noise] = {}
+    if not same_run and runs and base.run.machine == cont.run.machine:
+        calib, noise = noise_figures(
+            [r for r in runs if r is not base.run and r is not cont.run], base.run.machine
+        )
+        if calib is not None:
+            notes.append(
+                f"noise figure: {calib.describe()}, the newest A/A calibration of "
+                f"{calib.machine} ({len(calib.doc.get('launches') or [])} launches), for rows "
+                "with one launch on a side"
+            )
+    unit = "round" if same_run else "launch"
+    rows = compare_rows(base.rows, cont.rows, factor, envs=envs, unit=unit, noise=noise)
+    single = sum(r.basis.startswith("one value") for r in rows)
+    if single:
+        notes.append(
+            f"{single} row(s) have one value on a side (asv --quick, track_): inconclusive; "
+            "asv keeps real samples with --record-samples and several rounds (see the README)"
+        )
+    diffs = confounders(base.run, cont.run, axes) if not same_run else []
+    if diffs:
+        axis = ", ".join(sorted(axes)) or "the runs chosen"
+        notes.append(f"confounded: besides {axis}, the runs differ in: " + "; ".join(diffs))
+    counts = tally(rows)
+    verdict = (
+        f"{counts['better']} better, {counts['worse']} worse, {counts['unchanged']} unchanged, "
+        f"{counts['inconclusive']} inconclusive (99% interval of the ratio against x{factor:g}, "
+        f"rounds = {'alternating rounds of one launch' if same_run else 'launches'}), "
+        f"{counts['one side only']} on one side only"
+        + (f", {counts['not comparable']} failed, skipped or unlike" if counts["not comparable"]
+           else "")
+    )  # fmt: skip
+    return Report(notes=notes, table=render(rows, fmt), verdict=verdict, rows=rows, counts=counts)
