@@ -189,7 +189,7 @@ def _describe(name: str, meta: dict, defs: dict) -> dict:
 
 def _rows(data: dict, metas: dict[str, dict], defs: dict) -> tuple[list[dict], list[float]]:
     """dsbench rows for every benchmark in an asv result file, and the start times seen."""
-    from dsbench.suites.base import case_id
+    from dsbench.records import case_id
 
     rows, started = [], []
     for name, row in sorted(data["results"].items()):

@@ -40,12 +40,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from dsbench import records
 from dsbench.errors import UsageError
 
 SCHEMA = "dsbench-result"
 SCHEMA_VERSION = 3
 STATUSES = ("ok", "failed", "skipped", "interrupted")
-DIRECTIONS = ("higher", "lower")
+DIRECTIONS = records.DIRECTIONS
 SOURCES = ("dsbench", "asv")
 """Which tool measured a run (``doc["source"]``, schema 2 on): ``dsbench run`` writes
 ``"dsbench"``; :mod:`dsbench.asv_results` gives the runs it converts from asv's files ``"asv"``.

@@ -39,25 +39,31 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser for ``argv``: every verb is listed, but only the verb ``argv`` names (all of
+    them when ``argv`` is None) loads its module, so ``dsbench compare`` or ``dsbench publish``
+    never imports torch or the benchmark definitions the other verbs need."""
     parser = _Parser(prog="dsbench", description=__doc__.splitlines()[0])
     from dsbench import __version__
 
     parser.add_argument("--version", action="version", version=f"dsbench {__version__}")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     sub.required = True
+    named = [a for a in argv if a in VERBS][:1] if argv is not None else list(VERBS)
     for verb, help_text in VERBS.items():
-        module = importlib.import_module(f"dsbench.cli.{verb.replace('-', '_')}")
         p = sub.add_parser(verb, help=help_text, description=help_text)
-        module.add_arguments(p)
-        p.set_defaults(_module=module)
+        if verb in named:
+            module = importlib.import_module(f"dsbench.cli.{verb.replace('-', '_')}")
+            module.add_arguments(p)
+            p.set_defaults(_module=module)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
         with signals_raise():  # SIGTERM too unwinds (ranks stopped, temporary files removed)
-            args = build_parser().parse_args(argv)
+            args = build_parser(argv).parse_args(argv)
             return int(args._module.run(args) or 0)
     except UsageError as exc:
         print(f"dsbench: error: {exc}", file=sys.stderr)

@@ -8,6 +8,7 @@ import dataclasses
 import re
 
 from dsbench.errors import UsageError, choices_message
+from dsbench.records import case_id
 from dsbench.results import Run
 
 ENV_KEYS = (
@@ -153,8 +154,6 @@ def _strip(rows: dict[str, dict], keys: set[str]) -> dict[str, dict]:
     """Re-key rows by their id without the parameters being compared."""
     if not keys:
         return rows
-    from dsbench.suites.base import case_id
-
     out = {}
     for row in rows.values():
         params = {k: v for k, v in row.get("params", {}).items() if k not in keys}

@@ -90,7 +90,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dsbench import compare
+from dsbench import compare, records
 from dsbench.errors import UsageError, choices_message
 from dsbench.hardware import _show  # a TOML value as written, for error messages
 from dsbench.results import CLAIMS_DIR, Run, default_results_dir
@@ -98,7 +98,7 @@ from dsbench.results import CLAIMS_DIR, Run, default_results_dir
 SCHEMA = "dsbench-claims"
 SCHEMA_VERSION = 1
 FORMS = ("table", "list", "prose")
-DIRECTIONS = ("higher", "lower")
+DIRECTIONS = records.DIRECTIONS
 QUALIFIERS = ("~", ">", ">=", "<", "<=", "±")
 INEQUALITIES = (">", ">=", "<", "<=")
 """Qualifiers that make a printed figure a bound; ``~`` (about) and ``±`` (a half-width) do not."""

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from dsbench.records import case_id  # noqa: F401  (re-exported: suites.case_id)
+
 
 class Skip(Exception):
     """Raised by ``setup`` when a case cannot run here; the message is the reason."""
@@ -164,10 +166,3 @@ def impl_choices(op: str, suite: str, ctx: Context) -> list[str]:
         for n in ordered
         if (lambda ok, why: ok and not why)(*registry.get(op, n).available(device))
     ]
-
-
-def case_id(name: str, params: dict) -> str:
-    """Stable identifier: ``name[k1=v1,k2=v2]`` with keys sorted."""
-    if not params:
-        return name
-    return name + "[" + ",".join(f"{k}={params[k]}" for k in sorted(params)) + "]"
