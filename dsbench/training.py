@@ -177,16 +177,22 @@ def _phase(phases: _Phases | None, name: str):
 
 
 def _sample(engine, device: str, *, rank: int, step: int, loss: float, step_s: float) -> dict:
-    """What a rank reports every ``sample_every`` steps (memory in bytes, time in seconds)."""
+    """What a rank reports every ``sample_every`` steps (memory in bytes, time in seconds):
+    resident memory now and its peak since the last sample (the kernel's high-water mark, reset
+    here where it may be), on GPUs the allocator's bytes now and their peak likewise."""
     from dsbench.engines import loss_scale
-    from dsbench.memory import host_rss
+    from dsbench.memory import host_peak_rss, host_rss, reset_host_peak
 
     sample = {"rank": rank, "step": step, "time": time.time(), "rss": host_rss(),
-              "step_s": step_s, "loss": loss, "loss_scale": loss_scale(engine),
+              "peak_rss": host_peak_rss(), "step_s": step_s, "loss": loss,
+              "loss_scale": loss_scale(engine),
               "skipped_steps": int(getattr(engine, "skipped_steps", 0) or 0)}  # fmt: skip
+    sample["peak_reset"] = reset_host_peak()
     if device.startswith("cuda"):
         sample["device_allocated"] = torch.cuda.memory_allocated(device)
         sample["device_reserved"] = torch.cuda.memory_reserved(device)
+        sample["device_peak_allocated"] = torch.cuda.max_memory_allocated(device)
+        torch.cuda.reset_peak_memory_stats(device)
     return sample
 
 
