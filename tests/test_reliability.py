@@ -128,10 +128,17 @@ def test_a_sigkilled_rank_is_named_and_the_same_command_finishes_the_job(config,
     assert "nothing left to train" in again.stdout and not _losses(again.stdout)
 
 
-def test_a_hung_rank_is_named_once_its_peer_times_out(config):
-    proc = _train(config, "--steps", "3", "--timeout", "3", fault="hang@step:rank=1:step=1")
+@pytest.mark.parametrize("engine", ["dsbench", "deepspeed"])
+def test_a_hung_rank_is_named_once_its_peer_times_out(config, engine):
+    """On DeepSpeed too: its data-parallel groups get the ranks' --timeout, not torch's default
+    30 minutes (dsbench.engines.deepspeed)."""
+    if engine == "deepspeed":
+        pytest.importorskip("deepspeed")
+    proc = _train(config, "--steps", "3", "--timeout", "3", "--engine", engine,
+                  fault="hang@step:rank=1:step=1")  # fmt: skip
     assert proc.returncode == 1
-    assert proc.stderr.startswith(
+    error = proc.stderr[proc.stderr.find("dsbench: error:") :]  # after DeepSpeed's warnings
+    assert error.startswith(
         "dsbench: error: rank 1 of 2 stopped responding at step 1: rank 0 gave up waiting"
     ), proc.stderr
 

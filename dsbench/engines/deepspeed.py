@@ -22,6 +22,7 @@ every rank's files written, ``latest`` not yet updated); the step is DeepSpeed's
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -87,7 +88,29 @@ def build_deepspeed_engine(
 
     engine.destroy = destroy_once
     _wrap_save(engine)
+    _same_timeout_in_every_group(device)
     return engine
+
+
+def _same_timeout_in_every_group(device: str) -> None:
+    """DeepSpeed makes its data-parallel groups with ``dist.new_group``, which gives a group
+    torch's default timeout (30 minutes for gloo) instead of the one the ranks' process group
+    was started with (``dsbench train --timeout``, ``dsbench soak --hang-timeout``): a rank left
+    waiting in one of them on a hung peer waited half an hour before anyone was named. Every
+    group gets the default group's timeout. Private torch API; where it is missing, nothing
+    changes."""
+    import torch
+    from torch.distributed import distributed_c10d as c10d
+
+    try:
+        default = c10d._get_default_group()
+        timeout = default._get_backend(torch.device(device)).options._timeout
+        groups = [g for g in c10d._world.pg_map if g is not default]
+    except (AttributeError, RuntimeError):
+        return
+    for group in groups:
+        with contextlib.suppress(AttributeError, RuntimeError, ValueError):
+            c10d._set_pg_timeout(timeout, group)
 
 
 def _wrap_save(engine) -> None:
