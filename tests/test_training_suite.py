@@ -153,3 +153,22 @@ def test_one_group_on_two_cpu_ranks_names_what_each_engine_ran():
     assert ds["deepspeed"] == deepspeed_version()
     assert "kernels" not in ds  # dsbench's registry choices are not DeepSpeed's
     assert "shm" not in json.dumps(ds)
+
+    # every row: this rank's compute-only floor, the efficiency against it, the step's phases
+    for (engine, _), row in rows.items():
+        floor = row["work"]["floor_s"]
+        assert floor > 0 and row["notes"]["floor_ms"]["forward_backward"] > 0
+        eff = row["metrics"]["step_efficiency"]["value"]
+        # medians of floor / t and of t (an even count averages two middle samples)
+        assert eff == pytest.approx(floor / (row["metrics"]["time"]["value"] / 1e3), rel=0.05)
+        assert 0 < eff < 3  # a floor measured on a busy machine can exceed a quiet step
+        phases = row["notes"]["phases_ms"]
+        assert {"forward", "backward", "reduce_scatter", "optimizer", "allgather", "other"} <= (
+            phases.keys()
+        )
+        assert phases["forward"] > 0 and phases["backward"] > 0
+        if engine == "dsbench":  # its own waits and optimizer are measured
+            assert phases["optimizer"] > 0 and phases["reduce_scatter"] > 0
+            assert "note" not in phases
+        else:
+            assert "DeepSpeed does not report its waits" in phases["note"]

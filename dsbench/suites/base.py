@@ -37,6 +37,9 @@ class Work:
     """Tokens processed (training and inference workloads)."""
     busbw_factor: float = 0.0
     """Collectives: busbw = algbw x factor (AllReduce 2(n-1)/n, ReduceScatter (n-1)/n)."""
+    floor_s: float = 0.0
+    """Training steps: seconds of the step's compute alone on this rank (forward, backward and
+    the optimizer on its shard, no communication), measured in the same run; 0: not measured."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -109,6 +112,9 @@ class Case:
     """Facts about how the case ran (e.g. which torch variant), stored in the result file."""
     teardown: Callable[[], None] | None = None
     """Called after timing (e.g. an engine's destroy(), before the process group goes)."""
+    profile: Callable[[], dict] | None = None
+    """Called after timing, before ``teardown``, on every rank: a few instrumented calls whose
+    findings (rank 0's) join the row's notes, e.g. a training step's phase breakdown."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -72,7 +72,9 @@ from __future__ import annotations
 
 import torch
 
+from dsbench.memory import release_freed
 from dsbench.suites.base import Benchmark, Case, Context, Metric, Skip, Work, time_ms
+from dsbench.suites.step_floor import measure_floor, owned_elements, phase_breakdown
 
 STAGES = (1, 2, 3)
 COLLECTIVES = ("allreduce", "reduce_scatter", "allgather")
@@ -337,6 +339,29 @@ def _setup(params: dict, ctx: Context) -> Case:
             engine.step()
         state["step"] += 1
 
+    def micro_batches() -> list[tuple]:
+        step, out = state["step"], []
+        for micro in range(gas):
+            index = batch_index(step, rank=rank, world_size=world, micro_step=micro,
+                                grad_accum=gas)  # fmt: skip
+            out.append(preset.batch(mb, seed=0, step=index, device=ctx.device, dtype=dtype))
+        state["step"] += 1
+        return out
+
+    def profile() -> dict:
+        """After timing: this rank's compute-only floor, and the phases of a few more steps."""
+        from dsbench.kernels import registry
+
+        adamw = registry.get("adamw", (kernels or {}).get("adamw", "torch"))
+        floor = measure_floor(
+            preset, micro_batches(), dtype=dtype, device=ctx.device,
+            owned=owned_elements(preset.num_params(), params["stage"], world),
+            adamw=adamw.load(), fused=getattr(engine, "_fused", fused),
+        )  # fmt: skip
+        release_freed(ctx.device)
+        phases = phase_breakdown(engine, micro_batches, preset.loss, device=ctx.device)
+        return {**floor, "phases_ms": phases}
+
     samples = cfg.batch.train_batch_size
     work = Work(
         items=samples,
@@ -352,7 +377,7 @@ def _setup(params: dict, ctx: Context) -> Case:
         "grad_norm": GRAD_NORM,
         "work_differences": WORK_DIFFERENCES,
     }
-    return Case(fn=train_step, work=work, notes=notes, teardown=engine.destroy)
+    return Case(fn=train_step, work=work, notes=notes, teardown=engine.destroy, profile=profile)
 
 
 def _offload_note(cfg, gpu: bool) -> str:
@@ -361,6 +386,16 @@ def _offload_note(cfg, gpu: bool) -> str:
     z = cfg.zero_optimization
     pinned = "page-locked host buffers" if gpu else "pin_memory has no effect without a GPU"
     return f"{summary(z.stage, z.offload_optimizer, z.offload_param)} ({pinned})"
+
+
+STEP_EFFICIENCY = Metric(
+    name="step_efficiency",
+    unit="fraction",
+    direction="higher",
+    value=lambda w, t: w.floor_s / t,
+    description="the rank's compute-only floor / step time (dsbench.suites.step_floor); "
+    "0 where the floor was not measured",
+)
 
 
 TRAINING = Benchmark(
@@ -392,6 +427,7 @@ TRAINING = Benchmark(
             description="6·N·T·batch / t / world; % of peak = MFU",
         ),
         time_ms(),
+        STEP_EFFICIENCY,
     ),
     ranks_param="ranks",
     interleave=("engine", "comm"),

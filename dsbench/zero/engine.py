@@ -45,7 +45,9 @@ The API mirrors DeepSpeed's engine, so a training loop runs unchanged on either:
 
 from __future__ import annotations
 
+import contextlib
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -284,6 +286,10 @@ class ZeroEngine:
         self._m_flat: torch.Tensor | None = None
         self._v_flat: torch.Tensor | None = None
         self._steps: list[torch.Tensor] = []
+        # profiling: while a dict, the seconds spent waiting for gradient reductions
+        # ("reduce_wait"), for parameter all-gathers ("allgather_wait") and in the optimizer
+        # kernel ("optimizer") add up in it (the training suite's phase breakdown); None: off
+        self.phase_seconds: dict[str, float] | None = None
         self._sync_params_from_rank0()
         model.to(dtype=s.dtype)
         params = [p for p in model.parameters() if p.requires_grad]
@@ -293,6 +299,26 @@ class ZeroEngine:
             self._build_buckets(params)
         self._build_optimizer_state()
         self._register_grad_hooks()
+
+    @contextlib.contextmanager
+    def _phase(self, name: str):
+        """Add the time of the body to ``phase_seconds[name]`` when profiling (a GPU is
+        synchronised around it, so device work is counted where it is waited for)."""
+        if self.phase_seconds is None:
+            yield
+            return
+        gpu = self.device.type == "cuda"
+        if gpu:
+            torch.cuda.synchronize(self.device)
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            if gpu:
+                torch.cuda.synchronize(self.device)
+            self.phase_seconds[name] = self.phase_seconds.get(name, 0.0) + (
+                time.perf_counter() - t0
+            )
 
     def _optimizer_kernel(self) -> Callable:
         s = self.settings
@@ -409,7 +435,8 @@ class ZeroEngine:
     def _gather(self, unit: _Unit) -> None:
         self._start_gather(unit)
         if unit.in_flight is not None:
-            unit.in_flight.handle.wait()
+            with self._phase("allgather_wait"):
+                unit.in_flight.handle.wait()
             unit.gathered, unit.in_flight = unit.in_flight.buffer, None
             unit.bind(unit.gathered)
 
@@ -595,7 +622,8 @@ class ZeroEngine:
 
     def _drain(self) -> None:
         for handle, reduction in self._pending:
-            handle.wait()
+            with self._phase("reduce_wait"):
+                handle.wait()
             self._land(reduction)
         self._pending.clear()
 
@@ -674,20 +702,21 @@ class ZeroEngine:
                     for b in owned:
                         b.grad.mul_(coef)
             beta1, beta2 = s.betas_at(self.global_steps) if s.betas_at else s.betas
-            self._adamw(
-                [b.master for b in owned],
-                [b.grad for b in owned],
-                [b.exp_avg for b in owned],
-                [b.exp_avg_sq for b in owned],
-                self._steps,
-                lr=self.get_lr(),
-                beta1=beta1,
-                beta2=beta2,
-                eps=s.eps,
-                weight_decay=s.weight_decay,
-                adamw_mode=s.adamw_mode,
-                fused=self._fused,
-            )
+            with self._phase("optimizer"):
+                self._adamw(
+                    [b.master for b in owned],
+                    [b.grad for b in owned],
+                    [b.exp_avg for b in owned],
+                    [b.exp_avg_sq for b in owned],
+                    self._steps,
+                    lr=self.get_lr(),
+                    beta1=beta1,
+                    beta2=beta2,
+                    eps=s.eps,
+                    weight_decay=s.weight_decay,
+                    adamw_mode=s.adamw_mode,
+                    fused=self._fused,
+                )
             self.global_steps += 1
             self._publish_params()
         else:
@@ -714,8 +743,9 @@ class ZeroEngine:
                 handles.append(self.comm.allgather(full, mine.clone()))
         if self._host is not None:
             self._host.published()
-        for h in handles:
-            h.wait()
+        with self._phase("allgather_wait"):
+            for h in handles:
+                h.wait()
 
     def _copy_weights(self, dst: torch.Tensor, master: torch.Tensor) -> None:
         if dst.device != master.device:  # offload: host master -> device parameters

@@ -1,0 +1,139 @@
+"""How close a training step is to its floor (issue: "ZeRO step close to its floor").
+
+- **Floor**: what one rank must compute in a step when communication is free or fully hidden:
+  forward and backward of its ``grad_accum`` micro-batches on a plain copy of the model (no
+  engine, no hooks), plus one AdamW step over the fp32 shard it owns (all parameters at stage 0,
+  1/world of them at stages 1-3), with the same AdamW implementation the case's engine runs.
+  Measured on the rank itself, so with the rank's thread count and beside the other ranks doing
+  the same, after the timed steps (it does not touch their memory figures). Batches are drawn
+  before the clock starts, so the floor is if anything low. ``step_efficiency = floor / step``.
+- **Phases**: a few more steps of the case's own engine, each split into forward, backward,
+  exposed reduce-scatter (time blocked waiting for gradient reductions), optimizer, exposed
+  all-gather (time blocked waiting for parameter gathers) and other (the rest of the step: the
+  global gradient norm, clipping, copies). dsbench's engine reports its waits itself
+  (``ZeroEngine.phase_seconds``); DeepSpeed's does not, so its reductions stay inside backward
+  and its all-gather inside "other", and the row says so. On GPUs each phase is bracketed by
+  device synchronisations, so device work is counted where it is waited for.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable
+
+import torch
+
+PHASES = ("forward", "backward", "reduce_scatter", "optimizer", "allgather", "other")
+
+
+def _timed(fn: Callable[[], object], device: str, reps: int, warmup: int = 2) -> float:
+    """Median seconds of ``fn`` over ``reps`` calls after ``warmup``."""
+    gpu = device.startswith("cuda")
+    times = []
+    for i in range(warmup + reps):
+        if gpu:
+            torch.cuda.synchronize(device)
+        t0 = time.perf_counter()
+        fn()
+        if gpu:
+            torch.cuda.synchronize(device)
+        if i >= warmup:
+            times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def measure_floor(
+    preset,
+    batches: list[tuple],
+    *,
+    dtype: torch.dtype,
+    device: str,
+    owned: int,
+    adamw: Callable,
+    fused: bool | None,
+    reps: int = 5,
+) -> dict:
+    """This rank's compute-only floor in seconds: ``{"floor_s", "floor_ms": {...}}``."""
+    fwd_bwd = _forward_backward_seconds(preset, batches, dtype=dtype, device=device, reps=reps)
+    p, g, m, v = (torch.zeros(owned, device=device) for _ in range(4))
+    g.normal_(0, 1e-3)
+    steps = [torch.zeros((), device=device)]
+
+    def step() -> None:
+        adamw([p], [g], [m], [v], steps, lr=1e-4, beta1=0.9, beta2=0.999, eps=1e-8,
+              weight_decay=0.01, fused=fused)  # fmt: skip
+
+    opt = _timed(step, device, reps)
+    return {
+        "floor_s": fwd_bwd + opt,
+        "floor_ms": {"forward_backward": fwd_bwd * 1e3, "optimizer": opt * 1e3},
+    }
+
+
+def _forward_backward_seconds(preset, batches, *, dtype, device: str, reps: int) -> float:
+    model = preset.build(seed=0, device=device, dtype=dtype)  # freed on return
+
+    def forward_backward() -> None:
+        for batch in batches:
+            (preset.loss(model, batch) / len(batches)).backward()
+        model.zero_grad(set_to_none=False)
+
+    return _timed(forward_backward, device, reps)
+
+
+def owned_elements(num_params: int, stage: int, world: int) -> int:
+    """The fp32 elements one rank's optimizer steps over (ZeRO shards them from stage 1)."""
+    return num_params if stage == 0 else math.ceil(num_params / world)
+
+
+def phase_breakdown(
+    engine, micro_batches: Callable[[], list[tuple]], loss_fn, *, device: str, steps: int = 3
+) -> dict:
+    """Milliseconds per phase of one step (mean over ``steps`` steps of ``engine``)."""
+    gpu = device.startswith("cuda")
+    waits = getattr(engine, "phase_seconds", "absent")
+    own = waits != "absent"  # dsbench's engine reports its waits
+    totals = dict.fromkeys(PHASES, 0.0)
+
+    def clock() -> float:
+        if gpu:
+            torch.cuda.synchronize(device)
+        return time.perf_counter()
+
+    def counters() -> dict:
+        return dict(engine.phase_seconds) if own else {}
+
+    if own:
+        engine.phase_seconds = {}
+    try:
+        for _ in range(steps):
+            for batch in micro_batches():
+                for phase in ("forward", "backward", "step"):
+                    before, t0 = counters(), clock()
+                    if phase == "forward":
+                        loss = loss_fn(engine, batch)
+                    elif phase == "backward":
+                        engine.backward(loss)
+                    else:
+                        engine.step()
+                    wall, after = clock() - t0, counters()
+                    d = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in after}
+                    rs, ag, opt = (d.get(k, 0.0) for k in ("reduce_wait", "allgather_wait",
+                                                            "optimizer"))  # fmt: skip
+                    totals["reduce_scatter"] += rs
+                    totals["allgather"] += ag
+                    totals["optimizer"] += opt
+                    rest = wall - rs - ag - opt
+                    totals["other" if phase == "step" else phase] += rest
+    finally:
+        if own:
+            engine.phase_seconds = None
+    out = {k: v / steps * 1e3 for k, v in totals.items()}
+    if not own:  # DeepSpeed: its optimizer runs inside engine.step, counted in "other"
+        out["note"] = (
+            "DeepSpeed does not report its waits: its gradient reductions are inside "
+            "backward, its optimizer and all-gather inside other"
+        )
+    return out
