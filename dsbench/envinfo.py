@@ -26,6 +26,7 @@ from importlib import metadata
 from pathlib import Path
 
 from dsbench.errors import UsageError, choices_message
+from dsbench.records import dig, summary_fields  # noqa: F401  (summary_fields: re-exported)
 
 TOOL_TIMEOUT_S = 5.0
 """Timeout for every external tool (git, nvidia-smi, rocm-smi, nvcc, hipcc)."""
@@ -672,53 +673,6 @@ def collect_env(device: str | None = None, *, telemetry: bool = True) -> dict:
     if note:
         env["telemetry_note"] = note
     return env
-
-
-def _get(env: dict, *keys: str | int):
-    value = env
-    for key in keys:
-        if isinstance(value, list):
-            value = value[key] if isinstance(key, int) and len(value) > key else None
-        elif isinstance(value, dict):
-            value = value.get(key)
-        else:
-            return None
-    return value
-
-
-def summary_fields(env: dict) -> dict[str, str | None]:
-    """Flat string fields for selectors (``python=3.11``) and confounder checks; missing -> None.
-
-    Tolerates partial or older env dicts (migrated result files, asv runs).
-    """
-    fields = {
-        "python": _get(env, "python", "version"),
-        "torch": _get(env, "packages", "torch"),
-        "triton": _get(env, "packages", "triton"),
-        "numpy": _get(env, "packages", "numpy"),
-        "deepspeed": _get(env, "packages", "deepspeed"),
-        "dsbench": _get(env, "dsbench", "version"),
-        "commit": _get(env, "dsbench", "commit"),
-        "dirty": _get(env, "dsbench", "dirty"),
-        "backend": env.get("backend"),
-        "profile": _get(env, "profile", "name"),
-        "device": _get(env, "devices", 0, "name"),
-        "device_count": env.get("device_count"),
-        "cpu": _get(env, "cpu", "model"),
-        "threads": _get(env, "cpu", "torch_threads"),
-        "cuda": _get(env, "runtime", "cuda"),
-        "hip": _get(env, "runtime", "hip"),
-        "nccl": _get(env, "runtime", "nccl"),
-        "driver": env.get("driver"),
-        "machine": _get(env, "platform", "hostname"),
-        "os": _get(env, "platform", "os"),
-    }
-    out: dict[str, str | None] = {}
-    for key, value in fields.items():
-        if isinstance(value, bool):
-            value = "yes" if value else "no"
-        out[key] = None if value is None else str(value)
-    return out
 
 
 # ---------------------------------------------------------------------------------------------

@@ -330,9 +330,7 @@ class Run:
     def fields(self) -> dict[str, str | None]:
         """Flat fields for selectors: the environment's summary plus run-level facts."""
         if self._fields is None:
-            from dsbench.envinfo import summary_fields
-
-            f = dict(summary_fields(self.doc["env"]))
+            f = dict(records.summary_fields(self.doc["env"]))
             f.update(
                 label=self.label, suite=self.doc.get("suite"), run=self.id, machine=self.machine
             )

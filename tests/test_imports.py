@@ -1,0 +1,151 @@
+"""One import direction, checked on the source (every import, module level or inside functions):
+
+    bottom      errors, records, interrupts, faults, stats, hardware, memory
+    kernels     dsbench.kernels.*  (kernels/ in the repository)
+    compute     distributed, models, zero
+    workloads   engines, timing, training, suites, soak
+    runner      runner, ab, envinfo
+    results     results, asv_results, compare  (read JSON: the bottom and each other only)
+    top         publish, cli, __main__
+
+A module may import its own layer and the layers below it; the results layer only the bottom
+and itself. ``KNOWN`` lists the edges that still point up, each to be removed; a new one fails.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LAYERS = {
+    "bottom": ["errors", "records", "interrupts", "faults", "stats", "hardware", "memory"],
+    "kernels": ["kernels"],
+    "compute": ["distributed", "models", "zero"],
+    "workloads": ["engines", "timing", "training", "suites", "soak"],
+    "runner": ["runner", "ab", "envinfo"],
+    "results": ["results", "asv_results", "compare"],
+    "top": ["publish", "cli", "__main__"],
+}
+ORDER = ["bottom", "kernels", "compute", "workloads", "runner", "top"]
+LAYER_OF = {name: layer for layer, names in LAYERS.items() for name in names}
+# Edges that still point up (importer, imported), to be removed one by one.
+KNOWN = {
+    ("kernels.verify_gpu", "envinfo"),
+    ("kernels.verify_gpu", "results"),
+    ("kernels.verify_gpu", "runner"),
+    ("kernels.verify_gpu", "suites"),
+    ("results", "asv_results"),  # load_runs(include_asv=True): a cycle with asv_results
+    ("asv_results", "suites"),  # the benchmark definitions' units and directions
+}
+
+
+def _unit(module: str) -> str:
+    """``dsbench.zero.engine`` -> ``zero``; ``dsbench.kernels.ring`` -> ``kernels``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _module_of(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = list(rel.parts)
+    if parts[0] == "kernels":
+        parts = ["dsbench", *parts]
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Every dsbench module ``path`` imports, wherever the import statement is."""
+    module = _module_of(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names if a.name.startswith("dsbench")}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target == "dsbench":  # from dsbench import results, ...
+                out |= {f"dsbench.{a.name}" for a in node.names}
+            elif target.startswith("dsbench."):
+                out.add(target)
+    return out
+
+
+def _edges() -> set[tuple[str, str]]:
+    """(importer, imported) at the granularity of LAYERS' names; kernels.verify_gpu apart."""
+    files = [*ROOT.joinpath("dsbench").rglob("*.py"), *ROOT.joinpath("kernels").rglob("*.py")]
+    edges = set()
+    for path in files:
+        module = _module_of(path)
+        importer = "kernels.verify_gpu" if module == "dsbench.kernels.verify_gpu" else _unit(module)
+        for target in _imports(path):
+            imported = _unit(target)
+            if imported not in ("__init__", "__version__") and imported != importer:
+                edges.add((importer, imported))
+    return edges
+
+
+def _points_up(importer: str, imported: str) -> bool:
+    a = LAYER_OF.get(importer.split(".")[0])
+    b = LAYER_OF.get(imported)
+    assert a and b, f"{importer} or {imported} is in no layer: add it to LAYERS"
+    if a == "results":
+        return b not in ("bottom", "results")
+    if b == "results":
+        return a not in ("results", "runner", "top")
+    return ORDER.index(b) > ORDER.index(a)
+
+
+def test_every_module_is_in_a_layer():
+    names = {_unit(_module_of(p)) for p in ROOT.joinpath("dsbench").glob("*")
+             if p.suffix == ".py" or (p.is_dir() and (p / "__init__.py").exists())}  # fmt: skip
+    assert names - {"__init__"} <= set(LAYER_OF), names - set(LAYER_OF)
+
+
+def test_no_import_points_up():
+    up = {e for e in _edges() if _points_up(*e)}
+    assert up - KNOWN == set(), f"imports pointing up: {sorted(up - KNOWN)}"
+
+
+def test_no_two_parts_import_each_other():
+    edges = _edges()
+    cycles = {(a, b) for a, b in edges if (b, a) in edges}
+    assert cycles - KNOWN - {(b, a) for a, b in KNOWN} == set(), sorted(cycles)
+
+
+def test_known_edges_are_still_wrong():
+    """Remove an edge from KNOWN once it is fixed, so the list cannot hide a new one."""
+    edges = _edges()
+    still = {e for e in KNOWN if e in edges and (_points_up(*e) or e[::-1] in edges)}
+    assert still == KNOWN, sorted(KNOWN - still)
+
+
+def _imported(argv: list[str]) -> set[str]:
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "dsbench", *argv],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )  # fmt: skip
+    assert out.returncode in (0, 1), out.stderr[-2000:]
+    return {line.rsplit("|", 1)[-1].strip() for line in out.stderr.splitlines()}
+
+
+@pytest.mark.parametrize("verb", ["compare", "publish", "env", "profiles"])
+def test_reading_verbs_load_without_torch(verb):
+    """Only the verb that runs is loaded: reading verbs' --help imports no torch."""
+    assert "torch" not in _imported([verb, "--help"])
+
+
+def test_compare_reads_results_without_torch():
+    """A real comparison over the committed results (dsbench's and asv's runs) imports no
+    torch and no benchmark definition."""
+    imported = _imported(["compare", "--baseline", "0.18.3", "--results", str(ROOT / "results")])
+    assert "torch" not in imported and "dsbench.suites" not in imported
