@@ -4,7 +4,7 @@
     kernels     dsbench.kernels.*  (kernels/ in the repository)
     compute     distributed, models, zero
     workloads   engines, timing, training, suites, soak
-    runner      runner, ab, envinfo
+    runner      runner, ab, envinfo, verify_gpu
     results     results, asv_results, compare  (read JSON: the bottom and each other only)
     top         publish, cli, __main__
 
@@ -23,7 +23,7 @@ LAYERS = {
     "kernels": ["kernels"],
     "compute": ["distributed", "models", "zero"],
     "workloads": ["engines", "timing", "training", "suites", "soak"],
-    "runner": ["runner", "ab", "envinfo"],
+    "runner": ["runner", "ab", "envinfo", "verify_gpu"],
     "results": ["results", "asv_results", "compare"],
     "top": ["publish", "cli", "__main__"],
 }
@@ -31,10 +31,6 @@ ORDER = ["bottom", "kernels", "compute", "workloads", "runner", "top"]
 LAYER_OF = {name: layer for layer, names in LAYERS.items() for name in names}
 # Edges that still point up (importer, imported), to be removed one by one.
 KNOWN = {
-    ("kernels.verify_gpu", "envinfo"),
-    ("kernels.verify_gpu", "results"),
-    ("kernels.verify_gpu", "runner"),
-    ("kernels.verify_gpu", "suites"),
     ("results", "asv_results"),  # load_runs(include_asv=True): a cycle with asv_results
     ("asv_results", "suites"),  # the benchmark definitions' units and directions
 }
@@ -78,12 +74,12 @@ def _imports(path: Path) -> set[str]:
 
 
 def _edges() -> set[tuple[str, str]]:
-    """(importer, imported) at the granularity of LAYERS' names; kernels.verify_gpu apart."""
+    """(importer, imported) at the granularity of LAYERS' names."""
     files = [*ROOT.joinpath("dsbench").rglob("*.py"), *ROOT.joinpath("kernels").rglob("*.py")]
     edges = set()
     for path in files:
         module = _module_of(path)
-        importer = "kernels.verify_gpu" if module == "dsbench.kernels.verify_gpu" else _unit(module)
+        importer = _unit(module)
         for target in _imports(path):
             imported = _unit(target)
             if imported not in ("__init__", "__version__") and imported != importer:

@@ -1,6 +1,6 @@
 """The GPU verification script, dry-run on the CPU: every check and timing path it takes on a GPU
 runs here with the implementations a CPU has (the torch references), so the script cannot rot
-between GPU sessions. (On a GPU: `python -m dsbench.kernels.verify_gpu`.)"""
+between GPU sessions. (On a GPU: `dsbench verify-gpu`.)"""
 
 import json
 import subprocess
@@ -16,7 +16,8 @@ def test_dry_run_checks_times_and_writes_a_result_file(tmp_path):
         [
             sys.executable,
             "-m",
-            "dsbench.kernels.verify_gpu",
+            "dsbench",
+            "verify-gpu",
             "--device",
             "cpu",
             "--quick",

@@ -29,6 +29,8 @@ VERBS: dict[str, str] = {
     "zero-to-fp32": "consolidate a ZeRO checkpoint into one fp32 state_dict",
     "kernels": "kernel implementations here; --compile-check builds the CUDA/HIP kernels for "
     "sm_80, sm_90 and gfx90a",
+    "verify-gpu": "on a GPU: build every kernel, check it against its torch reference, time "
+    "them all side by side, write a result file",
 }
 
 

@@ -1,6 +1,6 @@
 """GPU verification: build every kernel, check it against the torch reference, time them all.
 
-    python -m dsbench.kernels.verify_gpu [--out results] [--quick]
+    dsbench verify-gpu [--out results] [--quick]
 
 On a CUDA (or ROCm) machine this, in order and within about 8 minutes:
 
@@ -278,12 +278,7 @@ def targets(rows) -> list[tuple[str, str, str]]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    from tabulate import tabulate
-
-    from dsbench import results
-
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default=None, help="results folder (default ./results)")
     p.add_argument("--quick", action="store_true", help="fewer sizes (about 3 minutes)")
     p.add_argument(
@@ -292,7 +287,20 @@ def main(argv: list[str] | None = None) -> int:
         choices=["cuda", "cpu"],
         help="cpu: dry-run the script with the CPU's implementations",
     )
-    args = p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_arguments(p)
+    return run(p.parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> int:
+    """``dsbench verify-gpu``: see the module docstring."""
+    from tabulate import tabulate
+
+    from dsbench import results
+
     global DEVICE
     DEVICE = args.device
     if DEVICE == "cuda" and not torch.cuda.is_available():
