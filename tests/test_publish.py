@@ -15,6 +15,7 @@ from dsbench import compare, results
 from dsbench.cli import main
 from dsbench.publish import comparisons, site
 from dsbench.publish import runs as run_pages
+from tests._soak_files import soak_results, write_soak
 from tests.conftest import make_doc, make_row, write_json
 
 REPO = Path(__file__).resolve().parents[1]
@@ -237,6 +238,11 @@ def _hostile_results(tmp_path: Path) -> Path:
     del old["source"]
     write_json(res / "testbox" / "old.json", old)
     (res / "testbox" / "corrupt.json").write_text('{"schema": "dsbench-result", "run_id": ')
+    # a soak whose every string is hostile, its stream named outside its folder; the stability
+    # claims beside it
+    write_soak(res / "evil", "soak", engine="dsbench", hostile=HOSTILE, seed=3)
+    (res / "claims").mkdir()
+    shutil.copy(REPO / "results" / "claims" / "000-stability-72h.toml", res / "claims")
     return res
 
 
@@ -258,7 +264,8 @@ def test_hostile_strings_show_as_text(hostile_site):
     assert all(p.resolve().is_relative_to(out.resolve()) for p in out.rglob("*"))
     run_pages = sorted(p.name for p in (out / "runs").glob("*.html"))
     stem = results.slug(f"20261130T000000Z-../../{HOSTILE}")  # two runs with that id: 2 pages
-    assert run_pages == ["20261101T000000Z-oldold.html", f"{stem}-2.html", f"{stem}.html"]
+    assert run_pages == ["20261101T000000Z-oldold.html", f"{stem}-2.html", f"{stem}.html",
+                         "20261201T000003Z-soak03.html"]  # fmt: skip
     evil = (out / "runs" / f"{stem}.html").read_text()
     for text in (
         f"RuntimeError: {escaped}",
@@ -268,6 +275,18 @@ def test_hostile_strings_show_as_text(hostile_site):
         assert text in evil
     compare_page = (out / "compare" / "deepspeed-0.18.3-vs-0.18.4.html").read_text()
     assert escaped in compare_page and "<figure>" in compare_page
+    stability = (out / "stability.html").read_text()
+    for text in (
+        f"soak-soak{escaped}",  # the label
+        f"mlp{escaped}",  # a parameter
+        f"complete{escaped}",  # the status
+        f"at step 130{escaped}",  # a launcher's message
+        f"{escaped}soak.soak.jsonl&#x27; is not a .soak.jsonl file beside the result file",
+    ):
+        assert text in stability, text
+    assert stability.count("<figure>") == 2  # drawn from the result file, not the named stream
+    claims_page = (out / "claims.html").read_text()
+    assert f"mlp{escaped}" in claims_page and "100.0% of restarts continued" in claims_page
     _check_links_and_images(out)  # also: no <script anywhere
     assert all(HOSTILE not in p.read_text() for p in pages)
 
@@ -628,6 +647,16 @@ def chromium():
     return exe
 
 
+@pytest.fixture(scope="module")
+def soak_site(tmp_path_factory):
+    """Two synthetic soaks (one with a stream, one without) and the shipped claims."""
+    tmp = tmp_path_factory.mktemp("soak")
+    res = soak_results(tmp / "results", REPO / "results" / "claims")
+    out = tmp / "site"
+    assert _publish(res, out) == 0
+    return res, out
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("which", "page"),
@@ -636,25 +665,35 @@ def chromium():
         ("committed", "compare/engine-dsbench-vs-deepspeed.html"),
         ("committed", "roofline/cpu.html"),
         ("committed", "claims.html"),  # the seed articles' Chinese titles (fonts-noto-cjk)
+        ("committed", "stability.html"),
         ("hostile", "index.html"),
         ("hostile", "compare/deepspeed-0.18.3-vs-0.18.4.html"),
+        ("hostile", "stability.html"),
+        ("soak", "stability.html"),
+        ("soak", "claims.html"),
     ],
 )
-def test_pages_in_headless_chromium(chromium, committed_site, hostile_site, tmp_path, which, page):
+def test_pages_in_headless_chromium(
+    chromium, committed_site, hostile_site, soak_site, tmp_path, which, page
+):
     from tests._chromium import open_page
 
-    out = (committed_site if which == "committed" else hostile_site)[1]
+    out = {"committed": committed_site, "hostile": hostile_site, "soak": soak_site}[which][1]
     shot = tmp_path / f"{which}-{page.replace('/', '-')}.png"
     report = open_page(chromium, out / page, shot, tmp_path)
     print(f"screenshot: {shot}")
     assert report.errors == []
     assert report.external == []
     assert report.scripts == 0
-    assert report.tables >= 1 and report.table_rows >= 1
+    if "No soak results yet" not in report.text:  # a stability page without soaks: no table
+        assert report.tables >= 1 and report.table_rows >= 1
     assert report.title.endswith("· dsbench")
     assert all(img["complete"] and img["width"] > 0 for img in report.images), report.images
-    if page.startswith("compare/") or page.startswith("roofline/"):
-        assert report.images, "a comparison or roofline page without charts"
+    if page.startswith("compare/") or page.startswith("roofline/") or which == "soak":
+        assert report.images or page == "claims.html", "a page without its charts"
+    if which == "soak":  # two soaks, two charts each; every stability claim has a soak
+        assert len(report.images) == (4 if page == "stability.html" else 0)
+        assert "not measured" not in report.text
     if which == "hostile":
         assert HOSTILE in report.text  # shown as text, not run
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000

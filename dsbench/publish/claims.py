@@ -49,6 +49,18 @@ Format (``schema_version = 1``)::
     # ... or why it cannot:
     not_measurable = "dsbench does not run 72-hour jobs"
 
+    [claims.dsbench.soak]                    # optional, with either: what dsbench soak shows
+    show = "range"                           # value | range | verdict | steps | failures
+    row = ["soak.device_reserved", "soak.memory"]  # the first of these rows a soak has
+    params = { stage = 3 }                   # soak parameter pattern (optional)
+    note = "..."
+
+A ``soak`` mapping puts the claim in the stability table (:mod:`.stability_claims`)
+beside what each matching soak measured: a row's value (``value``), the ± half-range of a memory
+series after warm-up (``range``), the drift verdicts (``verdict``), the steps trained
+(``steps``) or the failures nobody injected over the hours trained (``failures``). It decides
+nothing: a soak of minutes is not the claim's run, and the table says what was run.
+
 Values are numbers as printed; a ``qualifier`` (``~ > >= < <= ±``) keeps what the number alone
 loses. ``claimed_ratio`` defaults to contender / baseline when both values are plain numbers.
 
@@ -122,7 +134,17 @@ _CLAIM = {"id", "label", "label_en", "form", "metric", "unit", "direction", "bas
           "quote", "note", "scenario", "dsbench"}  # fmt: skip
 _SIDE = {"label", "text", "value", "qualifier"}
 _MAPPING = {"benchmark", "params", "metric", "field", "baseline", "contender", "run",
-            "modelled", "note", "not_measurable"}  # fmt: skip
+            "modelled", "note", "not_measurable", "soak"}  # fmt: skip
+_SOAK = {"show", "row", "params", "note"}
+SOAK_SHOWS = ("value", "range", "verdict", "steps", "failures")
+"""What a ``soak`` mapping shows of each matching soak (see the format above)."""
+SOAK_ROWS = ("soak.memory", "soak.heap", "soak.device_allocated", "soak.device_reserved",
+             "soak.step_time_drift", "soak.step_time", "soak.loss_anomalies",
+             "soak.resume_success", "soak.failures_named", "soak.detection_time",
+             "soak.mtbf")  # fmt: skip
+"""The rows ``dsbench soak`` writes (:mod:`dsbench.soak.report`)."""
+SOAK_PARAMS = frozenset(("engine", "model", "nproc", "stage", "precision", "rank"))
+_SOAK_NEEDS_ROW = ("value", "range", "verdict")
 _MODELLED = {"params", "baseline_profile", "contender_profile"}
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
@@ -161,6 +183,19 @@ class ModelledSpec:
 
 
 @dataclass(frozen=True)
+class SoakSpec:
+    """Which soak rows the stability table sets beside a claim, and how."""
+
+    show: str
+    """One of :data:`SOAK_SHOWS`."""
+    rows: tuple[str, ...] = ()
+    """Soak row names, in order of preference: the first a soak has is shown."""
+    params: dict = field(default_factory=dict)
+    """A pattern over the soak's parameters: a value or a list of values per key."""
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class DsbenchMapping:
     """How dsbench measures a claim, or why it cannot."""
 
@@ -174,6 +209,8 @@ class DsbenchMapping:
     modelled: ModelledSpec | None = None
     note: str = ""
     not_measurable: str | None = None
+    soak: SoakSpec | None = None
+    """Soak rows to show beside the claim in the stability table (decides nothing)."""
 
     @property
     def measurable(self) -> bool:
@@ -279,6 +316,22 @@ class _Parser:
                 raise self.fail(f"{where}{key}", f"expected a string or number, got {_show(value)}")
         return dict(raw)
 
+    def pattern(self, raw: Mapping, where: str, known: Iterable[str], whose: str) -> dict:
+        """``params``: each key one of ``known``, each value a value or a list of values."""
+        params = self.table(raw, "params", where, required=False)
+        for key, value in params.items():
+            if key not in known:
+                raise self.fail(
+                    f"{where}params.{key}", f"not {whose}; valid: {', '.join(sorted(known))}"
+                )
+            values = value if isinstance(value, list) else [value]
+            if not values or not all(isinstance(v, str | int | float) for v in values):
+                raise self.fail(
+                    f"{where}params.{key}",
+                    f"expected a value or a list of values, got {_show(value)}",
+                )
+        return params
+
     def side(self, raw: Any, where: str) -> ClaimSide:
         if not isinstance(raw, dict):
             raise self.fail(where, f"expected an inline table {{ label = ... }}, got {_show(raw)}")
@@ -301,30 +354,21 @@ class _Parser:
         from dsbench.suites import BENCHMARKS
 
         self.keys(raw, _MAPPING, where)
+        soak = self.soak(self.table(raw, "soak", where), f"{where}soak.") if "soak" in raw else None
         if "not_measurable" in raw:
             why = self.string(raw, "not_measurable", where)
-            others = sorted(set(raw) - {"not_measurable", "note"})
+            others = sorted(set(raw) - {"not_measurable", "note", "soak"})
             if others:
                 raise self.fail(f"{where}{others[0]}", "not allowed together with 'not_measurable'")
-            return DsbenchMapping(not_measurable=why, note=self.string(raw, "note", where, False))
+            return DsbenchMapping(
+                not_measurable=why, note=self.string(raw, "note", where, False), soak=soak
+            )
         name = self.string(raw, "benchmark", where)
         if name not in BENCHMARKS:
             raise self.fail(f"{where}benchmark", choices_message("benchmark", name, BENCHMARKS))
         bench = BENCHMARKS[name]
-        params = self.table(raw, "params", where, required=False)
         known = benchmark_params(name)
-        for key, value in params.items():
-            if key not in known:
-                raise self.fail(
-                    f"{where}params.{key}",
-                    f"not a parameter of {name}; valid: {', '.join(sorted(known))}",
-                )
-            values = value if isinstance(value, list) else [value]
-            if not values or not all(isinstance(v, str | int | float) for v in values):
-                raise self.fail(
-                    f"{where}params.{key}",
-                    f"expected a value or a list of values, got {_show(value)}",
-                )
+        params = self.pattern(raw, where, known, f"a parameter of {name}")
         metrics = [m.name for m in bench.metrics]
         metric = self.string(raw, "metric", where, required=False) or bench.primary.name
         if metric not in metrics:
@@ -391,7 +435,25 @@ class _Parser:
             run=tuple(run),
             modelled=modelled,
             note=self.string(raw, "note", where, required=False),
+            soak=soak,
         )
+
+    def soak(self, raw: dict, where: str) -> SoakSpec:
+        self.keys(raw, _SOAK, where)
+        show = self.string(raw, "show", where)
+        if show not in SOAK_SHOWS:
+            raise self.fail(f"{where}show", choices_message("show", show, SOAK_SHOWS))
+        rows = raw.get("row", [])
+        rows = [rows] if isinstance(rows, str) else rows
+        if not isinstance(rows, list) or not all(isinstance(r, str) for r in rows):
+            raise self.fail(f"{where}row", f"expected a row name or a list, got {_show(rows)}")
+        for name in rows:
+            if name not in SOAK_ROWS:
+                raise self.fail(f"{where}row", choices_message("soak row", name, SOAK_ROWS))
+        if show in _SOAK_NEEDS_ROW and not rows:
+            raise self.fail(f"{where}row", f"missing: show = {show!r} needs a soak row")
+        params = self.pattern(raw, where, SOAK_PARAMS, "a soak parameter")
+        return SoakSpec(show, tuple(rows), dict(params), self.string(raw, "note", where, False))
 
     def claim(self, raw: Any, index: int, file_fields: dict) -> Claim:
         if not isinstance(raw, dict):

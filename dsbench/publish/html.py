@@ -141,6 +141,11 @@ def render_value(value: Any, depth: int = 0) -> Html:
     return esc(value)
 
 
+def warn_list(heading: Any, items: Iterable[Any]) -> Html:
+    """A warning box: a bold heading over a list (files skipped, problems reported)."""
+    return el("div", el("strong", heading), el("ul", *(el("li", i) for i in items)), cls="warn")
+
+
 def details(summary: Any, *body: Any) -> Html:
     return el("details", el("summary", summary), *body)
 
@@ -174,6 +179,8 @@ tr.failed td, tr.missing td { color: var(--muted); }
 tr.consistent td { background: var(--better); }
 tr.contradicted td { background: var(--worse); }
 tr.undecided td { color: var(--muted); }
+tr.flat td { background: var(--better); }
+tr.growing td { background: var(--worse); }
 .over { color: #8a4b00; font-weight: 600; }
 p.undecided { background: var(--undecided); border: 1px solid var(--line); padding: 6px 10px; }
 p.verdict { font-weight: 600; }
@@ -199,6 +206,7 @@ NAV = (
     ("comparisons.html", "Comparisons"),
     ("history.html", "History"),
     ("profiles.html", "Profiles"),
+    ("stability.html", "Stability"),
     ("claims.html", "Claims"),
 )
 

@@ -336,3 +336,41 @@ def roofline(
     if finite_peaks or bandwidth:
         ax.legend(fontsize=7, loc="lower right")
     return _save(fig, path)
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One rank's series over steps in a soak, and the line fitted to it after warm-up."""
+
+    label: str
+    steps: Sequence[float]
+    values: Sequence[float]
+    fit: tuple[float, float, float, float] | None = None
+    """``(first step, last step, value at first, value at last)`` of the fitted line, or None."""
+    fit_label: str = ""
+
+
+def drift_curves(
+    curves: Sequence[Curve], path: Path, *, ylabel: str, warmup: float | None, title: str = ""
+) -> Path:
+    """A soak's series over steps, one line per rank, each with its fitted line dashed over the
+    steps it was fitted to; the warm-up (left out of the fits) shaded. 9 inches wide."""
+    fig = Figure(figsize=(9, 3.4))
+    ax = fig.add_subplot()
+    if warmup:
+        ax.axvspan(0, warmup, color="#e8eaf0", zorder=0, label="warm-up (not fitted)")
+    for j, c in enumerate(curves):
+        color = COLORS[j % len(COLORS)]
+        ax.plot(c.steps, c.values, color=color, linewidth=1.0, label=text(c.label, 40))
+        if c.fit is not None:
+            x0, x1, y0, y1 = c.fit
+            ax.plot([x0, x1], [y0, y1], color=color, linewidth=1.8, linestyle="--",
+                    label=text(c.fit_label or f"{c.label} fit", 60))  # fmt: skip
+    ax.set_xlabel("step")
+    ax.set_ylabel(text(ylabel))
+    ax.set_xlim(left=0)
+    if title:
+        ax.set_title(text(title, 100), fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    return _save(fig, path)

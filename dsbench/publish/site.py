@@ -10,7 +10,9 @@ Pages (all relative links; no CDN, no web fonts, no scripts; charts are PNG file
     history.html            each benchmark across the runs of a machine and suite
     profiles.html           cross-profile table: modelled floors beside measured values
     roofline/<profile>.html the profile's roofline with the measured kernels on it
-    claims.html             published claims beside what dsbench measured or modelled
+    stability.html          each soak: memory and step time per rank, drift, faults, losses
+    claims.html             published claims beside what dsbench measured or modelled; the
+                            stability claims beside the soaks
     asv/                    ``asv publish`` output, copied when the results folder has it
 
 The site is built in a temporary folder next to ``--out`` and moved into place at the end, so a
@@ -39,7 +41,7 @@ from typing import Any
 
 from dsbench import results
 from dsbench.errors import UsageError
-from dsbench.publish import comparisons, profiles
+from dsbench.publish import comparisons, profiles, stability, stability_claims
 from dsbench.publish import runs as run_pages
 from dsbench.publish.comparisons import AxisResult
 from dsbench.publish.facts import (
@@ -52,7 +54,19 @@ from dsbench.publish.facts import (
     status_counts,
     when,
 )
-from dsbench.publish.html import CSS, Html, details, el, join, link, page, render_value, table, void
+from dsbench.publish.html import (
+    CSS,
+    Html,
+    details,
+    el,
+    join,
+    link,
+    page,
+    render_value,
+    table,
+    void,
+    warn_list,
+)
 from dsbench.results import Run
 
 MARKER = ".dsbench-site"
@@ -198,6 +212,7 @@ class Site:
         self.comparisons_page(axes)
         run_pages.history_page(self)
         profiles.profiles_page(self)
+        stability.stability_page(self)
         self.claims_page()
         self.index_page(axes)
         marker = {
@@ -285,14 +300,7 @@ class Site:
             ),
         ]
         if self.skipped:
-            body.append(
-                el(
-                    "div",
-                    el("strong", f"{len(self.skipped)} file(s) skipped:"),
-                    el("ul", *(el("li", s) for s in self.skipped)),
-                    cls="warn",
-                )
-            )
+            body.append(warn_list(f"{len(self.skipped)} file(s) skipped:", self.skipped))
         body += [el("h2", "Comparisons"), self.comparison_list(axes, 0)]
         body += [
             el("h2", "Runs"),
@@ -366,6 +374,11 @@ class Site:
                     link("profiles.html", "Hardware profiles"),
                     ": modelled floors on A100, H100, H200, MI250X, MI300X beside measured values; "
                     "rooflines",
+                ),
+                el(
+                    "li",
+                    link("stability.html", "Stability"),
+                    ": soaks: memory and step time per rank, drift verdicts, faults and resumes",
                 ),
                 el("li", link("claims.html", "Claims"), ": published numbers beside dsbench's"),
                 cls="plain",
@@ -451,14 +464,8 @@ class Site:
 
         claims = load(folder, warn=note) if folder.is_dir() else []
         if problems:
-            body.append(
-                el(
-                    "div",
-                    el("strong", "Claim files skipped:"),
-                    el("ul", *(el("li", p) for p in problems)),
-                    cls="warn",
-                )
-            )
+            body.append(warn_list("Claim files skipped:", problems))
+        body += stability_claims.claims_table(self, claims)
         rows = check(claims, self.runs) if claims else []
         if not rows:
             body.append(el("p", f"No claims to check: add claim files under {folder}.", cls="note"))

@@ -1,0 +1,324 @@
+"""Soak result files as the published pages read them: :class:`SoakFile` (a result file of
+suite ``soak``, every field checked for its type before use), its drift fits, its sample stream
+and the plain words that say what was run.
+
+A soak file is an ordinary result file (see :mod:`dsbench.soak.report`) with a ``soak`` section
+and, beside it, the JSONL stream of per-rank samples. Files travel between machines: the stream
+is read only when the file names it by a bare file name beside the result file, lines that are
+not samples are counted and left out, and values that are not numbers are never formatted.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dsbench.publish.facts import finite
+from dsbench.results import Run
+
+MIB = 2**20
+MAX_STREAM_BYTES = 512 * MIB
+"""A stream larger than this is not read (the page says so and draws from the result file)."""
+STREAM_SUFFIX = ".soak.jsonl"
+"""How ``dsbench soak`` names the stream beside its result file."""
+STEP_ROW = "soak.step_time_drift"
+MEMORY_UNIT = "MiB/1k steps"
+"""The unit of a memory drift row's slope; a drift row in it is drawn in MiB."""
+NAMES = {
+    "soak.memory": "host resident memory",
+    "soak.heap": "C heap in use",
+    "soak.device_allocated": "device memory allocated",
+    "soak.device_reserved": "device memory reserved",
+    STEP_ROW: "step time",
+}
+"""What each drift row measures, in words (a row not named here: its metric)."""
+
+
+def as_dict(value: Any) -> dict:
+    """``value`` if it is a dict, else an empty one (a file may hold anything)."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: Any) -> list:
+    """``value`` if it is a list, else an empty one."""
+    return value if isinstance(value, list) else []
+
+
+def as_int(value: Any) -> int | None:
+    """``value`` if it is an int (not a bool), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def is_soak(run: Run) -> bool:
+    return run.source == "dsbench" and run.doc.get("suite") == "soak"
+
+
+@dataclass
+class SoakFile:
+    """A soak result file as the page reads it (every field checked for its type)."""
+
+    run: Run
+    anchor: str
+    """The id of its section on the stability page."""
+    params: dict
+    section: dict
+    """The file's ``soak`` section; empty for a file merged by ``dsbench ab``."""
+    rows: list[dict]
+    """Its ``soak.*`` rows."""
+    settings: dict = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.settings = as_dict(self.section.get("settings"))
+
+    @classmethod
+    def of(cls, run: Run, index: int) -> SoakFile:
+        rows = [r for r in run.doc["benchmarks"] if str(r.get("name", "")).startswith("soak.")]
+        params = next((as_dict(r.get("params")) for r in rows), {})
+        params = {k: v for k, v in params.items() if k != "rank"}
+        return cls(run, f"soak-{index + 1}", params, as_dict(run.doc.get("soak")), rows)
+
+    def row(self, name: str) -> list[dict]:
+        return [r for r in self.rows if r.get("name") == name]
+
+    @property
+    def merged(self) -> int:
+        """How many launches ``dsbench ab`` merged into this file (0: a plain soak file)."""
+        doc = self.run.doc
+        return len(as_list(doc.get("launches"))) if isinstance(doc.get("ab"), dict) else 0
+
+    @property
+    def launches(self) -> list[dict]:
+        return [x for x in as_list(self.section.get("launches")) if isinstance(x, dict)]
+
+    @property
+    def faults(self) -> dict:
+        """The fault outcomes (:func:`dsbench.soak.report.fault_outcomes`); empty without."""
+        return as_dict(self.section.get("faults"))
+
+    def steps_trained(self) -> int | None:
+        """Steps the reference run trained (its furthest launch)."""
+        last = [as_int(x.get("last_step")) for x in self.launches if x.get("run") == "reference"]
+        last = [s for s in last if s is not None]
+        return max(last) + 1 if last else None
+
+    def training_seconds(self) -> float | None:
+        """Seconds the ranks ran, over every launch of both runs."""
+        hours = finite(self.faults.get("training_hours"))
+        if hours is not None:
+            return hours * 3600
+        secs = [s for x in self.launches if (s := finite(x.get("seconds"))) is not None]
+        return sum(secs) if secs else None
+
+    def warmup(self) -> int | None:
+        return as_int(self.section.get("warmup_steps"))
+
+    def offload(self) -> str:
+        """``none``, or what the ds_config offloads where: ``optimizer to cpu``."""
+        zero = as_dict(as_dict(self.settings.get("ds_config")).get("zero_optimization"))
+        parts = []
+        for name in ("optimizer", "param"):
+            device = as_dict(zero.get(f"offload_{name}")).get("device")
+            if device not in (None, "none"):
+                parts.append(f"{name} to {device}")
+        return ", ".join(parts) or "none"
+
+
+def fits(row: dict) -> list[tuple[str, dict]]:
+    """A drift row's fits: ``[("", fit)]``, or each launch's for a file merged by ``dsbench ab``
+    (``[("launch 0", fit), ...]``)."""
+    if isinstance(row.get("drift"), dict):
+        return [("", row["drift"])]
+    merged = as_list(row.get("launch_drifts"))
+    return [(f"launch {k}", f) for k, f in enumerate(merged) if isinstance(f, dict)]
+
+
+def rank_of(row: dict) -> int | None:
+    return as_int(as_dict(row.get("params")).get("rank"))
+
+
+@dataclass(frozen=True)
+class Drifting:
+    """A quantity a soak fits a drift to: its rows, the stream's sample key, how it is drawn."""
+
+    row: str
+    """The rows' name (one row per rank): ``soak.memory``, ``soak.step_time_drift``..."""
+    key: str
+    """The sample's field in the stream: ``rss``, ``step_s``..."""
+    what: str
+    unit: str
+    """Of the curve: ``MiB`` or ``ms``."""
+    scale: float
+    """A stream value divided by this is in ``unit``."""
+
+
+def drifting(soak: SoakFile) -> list[Drifting]:
+    """The soak's drifting quantities, memory first (in the file's order), step time last."""
+    names = [n for n in dict.fromkeys(str(r.get("name")) for r in soak.rows) if n != STEP_ROW]
+    out = []
+    for name in names:
+        rows = soak.row(name)
+        fitted = any("drift" in r or "launch_drifts" in r for r in rows)
+        memory = rows[0].get("unit") == MEMORY_UNIT
+        if (fitted and memory) or (name in NAMES and not fitted):  # not fitted: a skipped row
+            what = NAMES.get(name) or str(rows[0].get("metric") or name).removesuffix(" slope")
+            key = "rss" if name == "soak.memory" else name.removeprefix("soak.")
+            out.append(Drifting(name, key, what, "MiB", MIB))
+    if soak.row(STEP_ROW):
+        out.append(Drifting(STEP_ROW, "step_s", NAMES[STEP_ROW], "ms", 1e-3))
+    return out
+
+
+def duration(seconds: float | None) -> str:
+    """``45 s``, ``7 min 56 s``, ``2 h 05 min``; ``-`` when unknown."""
+    if seconds is None or not math.isfinite(seconds) or seconds < 0:
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        m, s = divmod(round(seconds), 60)
+        return f"{m} min {s:02d} s" if m < 10 else f"{m} min"
+    h, m = divmod(round(seconds / 60), 60)
+    return f"{h} h {m:02d} min"
+
+
+def engine_text(soak: SoakFile) -> str:
+    """``DeepSpeed 0.18.4``, or dsbench's engine and the DeepSpeed it left unused."""
+    ds = soak.run.fields.get("deepspeed")
+    if soak.params.get("engine") == "deepspeed":
+        return f"DeepSpeed {ds or '(version not recorded)'}"
+    installed = f"; DeepSpeed {ds} installed, not used by it" if ds else ""
+    return f"dsbench's ZeRO engine{installed}"
+
+
+def machine_text(run: Run) -> str:
+    """``devbox: CPU only (Xeon, 2 logical CPUs)`` or ``box: 8 × NVIDIA H100``."""
+    env = run.doc.get("env") or {}
+    cpu = as_dict(env.get("cpu"))
+    cores = as_int(cpu.get("affinity_cpus")) or as_int(cpu.get("logical_cpus"))
+    cpu_text = ", ".join(str(x) for x in (cpu.get("model"), cores and f"{cores} logical CPUs") if x)
+    if str(env.get("backend")) == "cpu" or not as_list(env.get("devices")):
+        return f"{run.machine}: CPU only ({cpu_text or 'CPU not recorded'})"
+    count = as_int(env.get("device_count")) or len(as_list(env.get("devices")))
+    name = as_dict(as_list(env.get("devices"))[0]).get("name") or "GPU"
+    return f"{run.machine}: {count} × {name}" + (f" (host: {cpu_text})" if cpu_text else "")
+
+
+def short_text(soak: SoakFile) -> str:
+    """One line naming a soak: engine, stage, precision, ranks, steps, time."""
+    p = soak.params
+    steps = soak.steps_trained()
+    parts = [
+        engine_text(soak).split(";")[0],
+        f"ZeRO-{p.get('stage', '?')} {p.get('precision', '')}".strip(),
+        f"offload: {soak.offload()}" if soak.offload() != "none" else "no offload",
+        f"{p.get('model', '?')}, {p.get('nproc', '?')} ranks",
+        f"{steps:,} steps" if steps is not None else "steps not recorded",
+        duration(finite(soak.run.doc.get("wall_s"))),
+    ]
+    status = soak.section.get("status")
+    if status not in (None, "complete"):
+        parts.append(str(status))
+    return " · ".join(parts)
+
+
+def soak_files(runs: Iterable[Run]) -> list[SoakFile]:
+    """The soak result files, newest first."""
+    soaks = [r for r in runs if is_soak(r)]
+    return [SoakFile.of(r, i) for i, r in enumerate(reversed(soaks))]
+
+
+@dataclass
+class Series:
+    """One metric's curves, per rank: ``{rank: ([steps], [values])}``."""
+
+    per_rank: dict[int, tuple[list[float], list[float]]] = field(default_factory=dict)
+
+    def add(self, rank: int, step: float, value: float) -> None:
+        steps, values = self.per_rank.setdefault(rank, ([], []))
+        steps.append(step)
+        values.append(value)
+
+
+def stream_path(soak: SoakFile) -> tuple[Path | None, str]:
+    """The stream beside the result file, or None and why it is not read."""
+    name = soak.section.get("stream")
+    if soak.merged and name is None:
+        return None, (
+            f"no sample stream: dsbench ab merged {soak.merged} launches of the soak into this "
+            "file (the drift table gives each launch's fit)"
+        )
+    if not isinstance(name, str) or not name:
+        return None, "the result file names no sample stream"
+    bare = Path(name).name == name and "\x00" not in name and name.endswith(STREAM_SUFFIX)
+    if not bare:
+        return (
+            None,
+            f"the sample stream {name!r} is not a {STREAM_SUFFIX} file beside the "
+            "result file: not read",
+        )
+    path = soak.run.path.parent / name
+    try:
+        there = path.is_file() and not path.is_symlink()
+        size = path.stat().st_size if there else 0
+    except (OSError, ValueError):
+        there, size = False, 0
+    if not there:
+        return None, f"the sample stream {name} is missing beside the result file"
+    if size > MAX_STREAM_BYTES:
+        return None, f"the sample stream {name} is over {MAX_STREAM_BYTES // MIB} MiB: not read"
+    return path, ""
+
+
+def read_stream(path: Path, wanted: Iterable[Drifting]) -> tuple[dict[str, Series], int]:
+    """The reference run's samples in its launch with the most of them (the one the drift was
+    fitted to, as :func:`dsbench.soak.report.drift_launch` picks it), per quantity and rank;
+    and the number of lines that were not a readable sample."""
+    by_launch: dict[str, list[dict]] = {}
+    bad = 0
+    with path.open(encoding="utf-8", errors="replace") as f:
+        for line in f:
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                bad += 1
+                continue
+            if not isinstance(rec, dict) or rec.get("kind") != "sample":
+                continue
+            if rec.get("run") != "reference" or as_int(rec.get("rank")) is None:
+                bad += rec.get("run") == "reference"
+                continue
+            by_launch.setdefault(str(rec.get("launch")), []).append(rec)
+    samples = max(by_launch.values(), key=len, default=[])
+    out: dict[str, Series] = {}
+    for rec in sorted(samples, key=lambda r: finite(r.get("step")) or 0.0):
+        step = finite(rec.get("step"))
+        for d in wanted:
+            value = finite(rec.get(d.key))
+            if step is not None and value is not None:
+                out.setdefault(d.key, Series()).add(rec["rank"], step, value / d.scale)
+    return out, bad
+
+
+def series_from_rows(soak: SoakFile, wanted: Iterable[Drifting]) -> dict[str, Series]:
+    """What the result file keeps: each memory row's series (all steps of the fitted launch)
+    and the step times after warm-up (``soak.step_time``). Nothing from a file ``dsbench ab``
+    merged: its rows pool the launches' samples, and their steps are the first launch's."""
+    out: dict[str, Series] = {}
+    if soak.merged:
+        return out
+    for d in wanted:
+        if d.row == STEP_ROW:
+            pairs = [(row, "sample_steps", "samples", row) for row in soak.row("soak.step_time")]
+        else:
+            pairs = [(row, "step", "mib", as_dict(as_dict(row.get("drift")).get("series")))
+                     for row in soak.row(d.row)]  # fmt: skip
+        for row, x, y, holder in pairs:
+            rank = rank_of(row)
+            for step, value in zip(as_list(holder.get(x)), as_list(holder.get(y)), strict=False):
+                if rank is not None and finite(step) is not None and finite(value) is not None:
+                    out.setdefault(d.key, Series()).add(rank, float(step), float(value))
+    return out

@@ -1,0 +1,384 @@
+"""The stability page: what each ``dsbench soak`` found.
+
+``stability.html`` has a section per soak result file (suite ``soak``, see
+:mod:`dsbench.soak.report`; read through :mod:`dsbench.publish.soaks`):
+
+- *what was run*: engine and DeepSpeed version, ZeRO stage, precision, offload, model, ranks,
+  steps, how long it took, the faults scheduled, the machine;
+- *curves*: memory (MiB) and step time (ms) over the steps of the reference run, one line per
+  rank, the warm-up shaded and each rank's fitted line drawn over the steps it was fitted to;
+  from the sample stream (``*.soak.jsonl`` beside the file), or, when that is missing, from the
+  series the result file keeps (memory over all steps, step time after warm-up), said so;
+- *drift*: per rank the slope per 1,000 steps, its 99% interval, the threshold and the verdict;
+- *faults*: injected by kind, detected, named, detection time, restarts, bit-identical restarts,
+  the resume success rate, failures nobody injected; then each fault and each restart;
+- *loss anomalies*.
+
+The stability claims are set beside these soaks on the claims page
+(:mod:`dsbench.publish.stability_claims`). Every string from a file is escaped
+(:mod:`dsbench.publish.html`); chart text goes through :func:`dsbench.publish.plots.text`.
+"""
+
+from __future__ import annotations
+
+import statistics
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from dsbench.publish import plots
+from dsbench.publish.facts import finite, run_title
+from dsbench.publish.html import (
+    Html,
+    details,
+    el,
+    join,
+    kv_table,
+    link,
+    num,
+    table,
+    warn_list,
+)
+from dsbench.publish.soaks import (
+    STEP_ROW,
+    Drifting,
+    Series,
+    SoakFile,
+    as_dict,
+    as_int,
+    as_list,
+    drifting,
+    duration,
+    engine_text,
+    fits,
+    machine_text,
+    rank_of,
+    read_stream,
+    series_from_rows,
+    short_text,
+    soak_files,
+    stream_path,
+)
+
+if TYPE_CHECKING:
+    from dsbench.publish.site import Site
+
+PAGE = "stability.html"
+VERDICTS = ("flat", "growing", "inconclusive")
+CONFIG = "tests/configs/soak_zero2_bf16.json"
+"""The ZeRO-2 config the committed soaks ran (``soak_zero3_bf16.json`` beside it: ZeRO-3)."""
+SOAK_COMMAND = f"dsbench soak --config {CONFIG} --model mlp --steps 5000"
+FAULT_COMMAND = (
+    f"dsbench soak --config {CONFIG} --model mlp --steps 1000 --faults kill=20,hang=3,term=2"
+)
+
+
+def facts(site: Site, soak: SoakFile) -> list[tuple[Any, Any]]:
+    """What was run, plainly."""
+    run, p, s = soak.run, soak.params, soak.settings
+    job = as_int(s.get("steps"))
+    length = f"{job:,} steps" if job else f"until {duration(finite(s.get('duration_s')))}"
+    if (trained := soak.steps_trained()) is not None:
+        length += f"; the reference run trained {trained:,}"
+    faults = [as_dict(f).get("action") for f in as_list(s.get("faults"))]
+    kinds = ", ".join(f"{faults.count(a)} {a}" for a in ("kill", "hang", "term"))
+    argv = " ".join(["dsbench", *map(str, as_list(run.doc.get("argv")))])
+    sampling = (
+        f"every {s.get('sample_every', '?')} steps; checkpoint every "
+        f"{s.get('checkpoint_every', '?')}; warm-up {soak.warmup() or '?'} steps; hang "
+        f"timeout {s.get('hang_timeout_s', '?')} s"
+    )
+    trained_text = "-"
+    if soak.launches:
+        trained_text = f"{duration(soak.training_seconds())} over {len(soak.launches)} launch(es)"
+    out = [
+        ("result file", link(site.run_href(run, 0), run_title(run))),
+        ("engine", engine_text(soak)),
+        ("ZeRO stage", p.get("stage", "-")),
+        ("precision", p.get("precision", "-")),
+        ("offload", soak.offload()),
+        ("model", p.get("model", "-")),
+        ("ranks", p.get("nproc", "-")),
+        ("job", length),
+        ("wall time", duration(finite(run.doc.get("wall_s")))),
+        ("training time", trained_text),
+        ("faults", kinds if faults else "none"),
+        ("sampling", sampling if s else "-"),
+        ("machine", machine_text(run)),
+        ("command", el("code", argv) if run.doc.get("argv") else "-"),
+        ("status", soak.section.get("status") or "-"),
+    ]
+    if soak.merged:
+        out.append(("dsbench ab", f"{soak.merged} launches merged into this file"))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Curves
+# --------------------------------------------------------------------------------------------
+
+
+def fitted_line(fit: dict, relative: bool) -> tuple[float, float, float, float] | None:
+    """The fitted line over the steps it was fitted to, in the curve's units (a step-time slope
+    is in % of the mean per 1,000 steps; its intercept is in ms)."""
+    a, b = finite(fit.get("first_step")), finite(fit.get("last_step"))
+    slope, icpt = finite(fit.get("slope")), finite(fit.get("intercept"))
+    if None in (a, b, slope, icpt):
+        return None
+    if relative:
+        mean = finite(fit.get("mean"))
+        if mean is None:
+            return None
+        slope = slope * mean / 100
+    return a, b, icpt + slope * a / 1000, icpt + slope * b / 1000
+
+
+MAX_RANKS_DRAWN = 16
+"""Ranks drawn per chart (the first by number); the caption says when more were left out."""
+
+
+def curves_of(soak: SoakFile, d: Drifting, series: Series) -> list[plots.Curve]:
+    """One :class:`~dsbench.publish.plots.Curve` per rank, with its row's fitted line."""
+    fits_by_rank = {rank_of(r): as_dict(r.get("drift")) for r in soak.row(d.row)}
+    out = []
+    for rank in sorted(series.per_rank)[:MAX_RANKS_DRAWN]:
+        steps, values = series.per_rank[rank]
+        fit = fits_by_rank.get(rank) or {}
+        line = fitted_line(fit, relative=d.row == STEP_ROW)
+        slope = finite(fit.get("slope"))
+        unit = next((r.get("unit") for r in soak.row(d.row)), "")
+        label = f"rank {rank} fit: {slope:+.3g} {unit}" if slope is not None else ""
+        out.append(plots.Curve(f"rank {rank}", steps, values, line, label))
+    return out
+
+
+KEPT = "what the result file keeps (memory at every sample, step time after warm-up only)"
+
+
+def charts(site: Site, soak: SoakFile) -> list[Html]:
+    """The curves, each saying where it comes from; a missing stream is said first."""
+    wanted = drifting(soak)
+    path, why = stream_path(soak)
+    if path is not None:
+        series, bad = read_stream(path, wanted)
+        source = f"from the sample stream {path.name}"
+        if bad:
+            source += f" ({bad} line(s) that were not readable samples left out)"
+    else:
+        series, source = series_from_rows(soak, wanted), ""
+    out: list[Html] = []
+    if why:
+        tail = f"; curves drawn from {KEPT}." if series else "; no curves to draw."
+        out.append(el("p", why + tail, cls="warn"))
+    for d in (d for d in wanted if d.key in series):
+        ranks = series[d.key].per_rank
+        where = source or "from the result file"
+        if not source and d.row == STEP_ROW:
+            where += ", after warm-up only"
+        caption = (
+            f"{d.what[0].upper()}{d.what[1:]} of the reference run (no faults) over its steps, "
+            f"one line per rank, {where}. Dashed: the line fitted after the warm-up (shaded), "
+            "over the steps it was fitted to."
+        )
+        if len(ranks) > MAX_RANKS_DRAWN:
+            caption += f" The first {MAX_RANKS_DRAWN} of {len(ranks)} ranks."
+        curves = curves_of(soak, d, series[d.key])
+        title, ylabel = f"{d.what}: {soak.run.label or soak.run.id}", f"{d.what} ({d.unit})"
+        draw = partial(plots.drift_curves, curves, ylabel=ylabel, warmup=soak.warmup(), title=title)
+        alt = f"{d.what} over steps, one line per rank"
+        out.append(site.figure(draw, depth=0, alt=alt, caption=caption))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Tables
+# --------------------------------------------------------------------------------------------
+
+
+def interval_text(fit: dict) -> str:
+    """A fit's 99% interval: ``-21.6 to 41.1``, or ``no interval``."""
+    lo, hi = finite(fit.get("low")), finite(fit.get("high"))
+    return "no interval" if lo is None or hi is None else f"{lo:.3g} to {hi:.3g}"
+
+
+DRIFT_HEAD = ["series", "rank", "slope per 1,000 steps", "99% interval", "threshold",
+              "verdict", "fitted over", "why"]  # fmt: skip
+
+
+def drift_table(soak: SoakFile) -> Html:
+    """Per quantity and rank (and launch, in a file ``dsbench ab`` merged) the fit: slope,
+    interval, threshold, verdict; a row the soak could not fit says why."""
+    rows, classes = [], []
+    for d in drifting(soak):
+        for row in soak.row(d.row):
+            rank = rank_of(row)
+            if row.get("status") != "ok":
+                why = row.get("reason") or row.get("error") or ""
+                rows.append([d.what, rank, "", "", "", row.get("status"), "", why])
+                classes.append("missing")
+                continue
+            for launch, fit in fits(row):
+                verdict = str(fit.get("verdict") or "-")
+                mean = finite(fit.get("mean"))
+                span = f"steps {fit.get('first_step', '?')}–{fit.get('last_step', '?')}"
+                who = join([rank, f" ({launch})" if launch else ""])
+                rows.append([
+                    d.what, who, f"{num(finite(fit.get('slope')))} {row.get('unit', '')}",
+                    interval_text(fit), num(finite(fit.get("threshold"))), el("strong", verdict),
+                    f"{span}; mean {num(mean)} {d.unit}", fit.get("why") or "",
+                ])  # fmt: skip
+                classes.append(verdict if verdict in VERDICTS else "missing")
+    if not rows:
+        return el("p", "No drift rows in this file.", cls="note")
+    return table(DRIFT_HEAD, rows, row_classes=classes, cls="verdicts")
+
+
+FAULT_HEAD = ["injected", "during saves", "detected", "named", "detection time", "restarts",
+              "bit-identical", "resume success", "failures not injected"]  # fmt: skip
+
+
+def fault_table(soak: SoakFile) -> list[Html]:
+    """One row of totals, then each fault and each restart (folded)."""
+    f = soak.faults
+    if not f:
+        return [el("p", "No faults injected (", el("code", "--faults"), " injects them).",
+                   cls="note")]  # fmt: skip
+    faults, resumes = map(as_dict, as_list(f.get("faults"))), as_list(f.get("resumes"))
+    faults = list(faults)
+    times = sorted(t for x in faults if (t := finite(x.get("detection_s"))) is not None)
+    rate, mtbf = finite(f.get("resume_success_rate")), finite(f.get("mtbf_hours"))
+    injected = as_dict(f.get("injected"))
+    totals = [
+        ", ".join(f"{injected.get(a, 0)} {a}" for a in ("kill", "hang", "term")),
+        *(f.get(k, "-") for k in ("during_saves", "detected", "named")),
+        f"median {statistics.median(times):.3g} s, max {times[-1]:.3g} s" if times else "-",
+        *(f.get(k, "-") for k in ("resumes_attempted", "resumes_identical")),
+        "-" if rate is None else f"{rate:.1f}%",
+        f"{len(as_list(f.get('real_failures')))} in {duration(soak.training_seconds())} of "
+        "training" + (f" (MTBF {mtbf:.3g} h)" if mtbf is not None else ""),
+    ]
+    each = [[x.get(k) for k in ("spec", "launch", "detected", "named", "detection_s", "message")]
+            for x in faults]  # fmt: skip
+    again = [[x.get(k) for k in ("launch", "from_step", "steps", "ok", "why")]
+             for x in map(as_dict, resumes)]  # fmt: skip
+    return [
+        table(FAULT_HEAD, [totals]),
+        details(f"each fault ({len(each)})", table(
+            ["fault", "launch", "detected", "named", "detection (s)", "the launcher's message"],
+            each, cls="verdicts")),
+        details(f"each restart ({len(again)})", table(
+            ["launch", "from step", "steps", "bit-identical", "why not"], again)),
+    ]  # fmt: skip
+
+
+def anomaly_table(soak: SoakFile) -> Html:
+    a = as_dict(soak.section.get("anomalies"))
+    if not a:
+        row = next(iter(soak.row("soak.loss_anomalies")), {})
+        a = as_dict(row.get("anomalies"))
+    if not a:
+        return el("p", "No loss anomaly record in this file.", cls="note")
+    steps = ", ".join(str(s) for s in as_list(a.get("nonfinite_steps"))[:20])
+    stalls = [as_dict(s) for s in as_list(a.get("stalls"))]
+    scale = as_dict(a.get("loss_scale"))
+    return kv_table(
+        [
+            ("anomalies in all", a.get("count", "-")),
+            (
+                "non-finite losses",
+                f"{a.get('nonfinite', '-')}" + (f" (steps {steps})" if steps else ""),
+            ),
+            ("skipped steps (fp16 overflow)", a.get("skipped_steps", "-")),
+            (
+                f"stalls ({a.get('stall_steps', '?')}+ steps with the same loss)",
+                "; ".join(f"{s.get('run')} steps {s.get('from')}–{s.get('to')}" for s in stalls)
+                or "0",
+            ),
+            (
+                "loss scale",
+                ", ".join(f"{k} {num(finite(scale.get(k)))}" for k in ("min", "max", "last"))
+                if scale
+                else "not used",
+            ),
+        ]
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# The page
+# --------------------------------------------------------------------------------------------
+
+
+def soak_section(site: Site, soak: SoakFile) -> list[Html]:
+    run = soak.run
+    problems = [p for p in as_list(soak.section.get("problems")) if p]
+    body = [
+        el("h2", f"{run.label or run.id}", id=soak.anchor),
+        el("p", short_text(soak), cls="note"),
+        kv_table(facts(site, soak)),
+    ]
+    if problems:
+        body.append(warn_list("Problems the soak reported:", problems))
+    body += [el("h3", "Memory and step time"), *charts(site, soak)]
+    body += [el("h3", "Drift"), drift_table(soak)]
+    body += [el("h3", "Faults"), *fault_table(soak)]
+    body += [el("h3", "Loss anomalies"), anomaly_table(soak)]
+    return body
+
+
+def intro() -> Html:
+    return el(
+        "p",
+        "Each ",
+        el("code", "dsbench soak"),
+        " below trained one job for long and recorded, per "
+        "rank every few steps, resident memory (on GPUs also device memory), step time, loss "
+        "and loss scale. Drift is the least-squares slope per 1,000 steps after warm-up, with a "
+        "99% interval that allows for neighbouring samples being alike: ",
+        el("strong", "flat"),
+        " when the whole interval lies below the threshold, ",
+        el("strong", "growing"),
+        " when it lies wholly above, ",
+        el("strong", "inconclusive"),
+        " otherwise. With faults, "
+        "the job is trained once without them (the reference, whose curves are drawn) and again "
+        "with failures injected; every restart's losses are checked against the reference's bit "
+        "for bit. What each soak ran is stated above its numbers: a soak of minutes on a CPU is "
+        "no 72-hour run on GPUs.",
+        cls="note",
+    )
+
+
+def stability_page(site: Site) -> None:
+    soaks = soak_files(site.runs)
+    body: list[Any] = [intro()]
+    if not soaks:
+        body.append(
+            el(
+                "p",
+                "No soak results yet: ",
+                el("code", SOAK_COMMAND),
+                " (drift) or ",
+                el("code", FAULT_COMMAND),
+                " (faults) writes one.",
+                cls="warn",
+            )
+        )
+    else:
+        body.append(
+            el(
+                "ul",
+                *(
+                    el(
+                        "li",
+                        link(f"{PAGE}#{s.anchor}", s.run.label or s.run.id),
+                        ": ",
+                        short_text(s),
+                    )
+                    for s in soaks
+                ),
+                cls="plain",
+            )
+        )
+    for soak in soaks:
+        body += soak_section(site, soak)
+    site.write(PAGE, "Stability", join(body))
