@@ -46,7 +46,6 @@ The API mirrors DeepSpeed's engine, so a training loop runs unchanged on either:
 from __future__ import annotations
 
 import contextlib
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -57,8 +56,10 @@ from torch import nn
 
 from dsbench.errors import UsageError
 from dsbench.kernels import registry
+from dsbench.zero.buckets import Bucket, Reduction
 from dsbench.zero.comm import Comm, Handle
 from dsbench.zero.offload import HOST, HostCopies
+from dsbench.zero.stage3 import Stage3, Unit
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -129,109 +130,7 @@ class ZeroSettings:
             raise ValueError("offload_param needs stage 3")
 
 
-# Note [stage-3 reuse]
-# Between its forward and its backward a stage-3 unit is normally released (its full weights
-# freed) and gathered again when the gradient of its output arrives. DeepSpeed keeps it instead
-# when that is cheap (``stage3_max_reuse_distance`` / ``stage3_max_live_parameters``), and dsbench
-# follows the same rule in two places:
-# - after its forward: keep the unit if the units gathered between its forward and its backward
-#   (those after it in forward order) hold at most max_reuse_distance elements and the units kept
-#   so far at most max_live_parameters (ZeroEngine._keep_for_backward);
-# - after its reduction, between the micro-steps of one accumulation: the weights do not change
-#   until the optimizer step, so keep every unit for the next micro-step's forward when all of
-#   them fit within both limits (ZeroEngine._keep_until_step). The optimizer step releases them
-#   (their contents are stale then).
-# A forward run again inside backward (activation checkpointing) keeps its unit gathered for the
-# backward that follows; its reduction releases it, by the second rule.
-
-
-def _in_backward() -> bool:
-    """True while autograd runs a backward pass (a checkpointed block's forward runs again)."""
-    return torch._C._current_graph_task_id() != -1
-
-
-class _Bucket:
-    """Parameters flattened into one padded run; rank r owns ``[lo, lo + owned)``."""
-
-    def __init__(self, params: list[nn.Parameter], world: int, rank: int, sharded: bool):
-        # layout of the flat run
-        self.params = params
-        self.shapes = [p.shape for p in params]
-        self.numels = [p.numel() for p in params]
-        self.offsets = [sum(self.numels[:i]) for i in range(len(params))]
-        self.numel = sum(self.numels)
-        self.padded = math.ceil(self.numel / world) * world if sharded else self.numel
-        self.owned = self.padded // world if sharded else self.numel
-        self.lo = rank * self.owned if sharded else 0
-        self.start = 0  # stages 0-2: where the run begins in the engine's flat buffers
-        # backward: gradients that arrived, and whether the bucket was reduced (late hooks of
-        # this backward are then ignored); both reset at the end of each backward
-        self.arrived = 0
-        self.reduced = False
-        # optimizer state, set by ZeroEngine._build_optimizer_state
-        self.master: torch.Tensor | None = None  # fp32 owned slice (optimizer input)
-        self.master_is_param = False  # fp32 on the parameters' device: master is the storage
-        self.grad: torch.Tensor | None = None  # fp32 owned gradient (optimizer input)
-        self.exp_avg: torch.Tensor | None = None
-        self.exp_avg_sq: torch.Tensor | None = None
-
-    def flatten(self, tensors, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-        """A new padded buffer holding ``tensors`` (one per parameter; None: zeros)."""
-        out = torch.zeros(self.padded, dtype=dtype, device=device)
-        for t, off, n in zip(tensors, self.offsets, self.numels, strict=True):
-            if t is not None:
-                out[off : off + n].copy_(t.reshape(-1))
-        return out
-
-    def flat_grads(self, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-        return self.flatten([p.grad for p in self.params], dtype, device)
-
-    def bind(self, flat: torch.Tensor, attr: str = "data") -> None:
-        """Point each parameter's ``data`` (or ``grad``) at its slice of ``flat``."""
-        for p, off, n, shape in zip(
-            self.params, self.offsets, self.numels, self.shapes, strict=True
-        ):
-            setattr(p, attr, flat[off : off + n].view(shape))
-
-
-@dataclass
-class _InFlight:
-    """A stage-3 all-gather submitted but not yet waited for (a prefetch, or the current one)."""
-
-    buffer: torch.Tensor  # receives the full padded run
-    handle: Handle
-
-
-class _Unit(_Bucket):
-    """Stage 3: one module's partitioned parameters, whole only while in use.
-
-    Its gather state is one of three: released (``gathered`` and ``in_flight`` None, the
-    parameters' ``data`` empty), in flight (``in_flight`` set), or gathered (``gathered`` holds
-    the full run and the parameters point into it)."""
-
-    def __init__(self, module: nn.Module, params: list[nn.Parameter], world: int, rank: int):
-        super().__init__(params, world, rank, sharded=True)
-        self.module = module
-        # this rank's slice in the compute dtype (host memory with offload_param); set by
-        # ZeroEngine._build_stage3
-        self.shard: torch.Tensor | None = None
-        self.gathered: torch.Tensor | None = None
-        self.in_flight: _InFlight | None = None
-
-
-@dataclass
-class _Reduction:
-    """A bucket's gradient reduction, submitted; :meth:`ZeroEngine._land` finishes it."""
-
-    bucket: _Bucket
-    out: torch.Tensor  # the reduced (summed) gradient of the owned slice, compute dtype
-    full: torch.Tensor  # the bucket's full gradient run that was reduced
-    accumulate: bool  # add into the owned fp32 gradient (stage >= 2) instead of replacing it
-    fresh: bool  # ``out`` is a buffer of its own (may be scaled in place)
-    contiguous: bool  # ``full`` is a view of the engine's flat gradient buffer
-
-
-class ZeroEngine:
+class ZeroEngine(Stage3):
     """Train ``model`` with ZeRO stage ``settings.stage`` over the process group ``group``."""
 
     def __init__(
@@ -267,18 +166,18 @@ class ZeroEngine:
         self.skipped_steps = 0
         self._grad_sq_norm: torch.Tensor | None = None  # the last step's, when computed
         # backward: reductions submitted and not yet landed; hooks to remove on destroy
-        self._pending: list[tuple[Handle, _Reduction]] = []
+        self._pending: list[tuple[Handle, Reduction]] = []
         self._hooks: list = []
         # layout (stages 0-2, and stage 3's persistent parameters): buckets over one flat
         # parameter buffer and, with contiguous_gradients below stage 3, one flat gradient buffer
-        self.buckets: list[_Bucket] = []
+        self.buckets: list[Bucket] = []
         self.flat_params: torch.Tensor | None = None
         self.flat_grads: torch.Tensor | None = None
         # stage 3: partitioned modules, their first-forward order (for prefetching), and
         # whether that order is still being recorded (the first forward)
-        self.units: list[_Unit] = []
-        self._unit_of_module: dict[nn.Module, _Unit] = {}
-        self._order: list[_Unit] = []
+        self.units: list[Unit] = []
+        self._unit_of_module: dict[nn.Module, Unit] = {}
+        self._order: list[Unit] = []
         self._recording = True
         # optimizer state: flat fp32 runs over every owned slice, and Adam's step per bucket
         self._master_flat: torch.Tensor | None = None  # None: every master is the parameter
@@ -365,7 +264,7 @@ class ZeroEngine:
         """Stages 0–2: full parameters live in one flat buffer, bucket by bucket."""
         s, sharded = self.settings, self.settings.stage >= 1
         self.buckets = [
-            _Bucket(g, self.world, self.rank, sharded)
+            Bucket(g, self.world, self.rank, sharded)
             for g in self._split(params, max(1, s.reduce_bucket_size))
         ]
         total = sum(b.padded for b in self.buckets)
@@ -386,125 +285,6 @@ class ZeroEngine:
                 b.bind(self.flat_grads[start : start + b.padded], "grad")
             start += b.padded
 
-    def _build_stage3(self, params: list[nn.Parameter]) -> None:
-        """Stage 3: a unit per module holding partitioned parameters; small or shared parameters
-        persist whole in stage-2 style buckets."""
-        s = self.settings
-        owners: dict[int, list[nn.Module]] = {}
-        for module in self.module.modules():
-            for p in module.parameters(recurse=False):
-                owners.setdefault(id(p), []).append(module)
-        persistent = [
-            p
-            for p in params
-            if p.numel() <= s.param_persistence_threshold or len(owners[id(p)]) > 1
-        ]
-        keep = {id(p) for p in persistent}
-        for module in self.module.modules():
-            own = [
-                p for p in module.parameters(recurse=False) if p.requires_grad and id(p) not in keep
-            ]
-            if own:
-                unit = _Unit(module, own, self.world, self.rank)
-                full = unit.flatten([p.data for p in own], self.dtype, self.device)
-                mine = full[unit.lo : unit.lo + unit.owned]
-                unit.shard = self._host.host_copy(mine) if s.offload_param else mine.clone()
-                self._release(unit)
-                self.units.append(unit)
-                self._unit_of_module[module] = unit
-        if persistent:
-            self._build_buckets(persistent)
-        for unit in self.units:
-            m = unit.module
-            self._hooks += [
-                m.register_forward_pre_hook(lambda mod, args, u=unit: self._pre_forward(u)),
-                m.register_forward_hook(lambda mod, args, out, u=unit: self._post_forward(u, out)),
-            ]
-
-    # ------------------------------------------------------------------ stage 3 gather/release
-
-    def _start_gather(self, unit: _Unit) -> None:
-        if unit.gathered is not None or unit.in_flight is not None:
-            return
-        full = torch.empty(unit.padded, dtype=self.dtype, device=self.device)
-        shard = unit.shard
-        if shard.device != self.device:  # offload_param: the shard comes from host memory
-            shard = shard.to(self.device, non_blocking=self._host.pin)
-        unit.in_flight = _InFlight(full, self.comm.allgather(full, shard))
-
-    def _gather(self, unit: _Unit) -> None:
-        self._start_gather(unit)
-        if unit.in_flight is not None:
-            with self._phase("allgather_wait"):
-                unit.in_flight.handle.wait()
-            unit.gathered, unit.in_flight = unit.in_flight.buffer, None
-            unit.bind(unit.gathered)
-
-    def _release(self, unit: _Unit) -> None:
-        if unit.in_flight is not None:  # a prefetch that was not used: finish it first
-            unit.in_flight.handle.wait()
-            unit.in_flight = None
-        unit.gathered = None
-        empty = torch.empty(0, dtype=self.dtype, device=self.device)
-        for p in unit.params:
-            p.data = empty
-
-    def _prefetch(self, unit: _Unit, order: list[_Unit]) -> None:
-        if self._recording or unit not in order:
-            return
-        budget = self.settings.prefetch_bucket_size
-        for nxt in order[order.index(unit) + 1 :]:
-            if budget <= 0:
-                break
-            self._start_gather(nxt)
-            budget -= nxt.numel
-
-    def _pre_forward(self, unit: _Unit) -> None:
-        if _in_backward():  # activation checkpointing recomputes the unit for its backward
-            self._gather(unit)
-            return
-        if self._recording and unit not in self._order:
-            self._order.append(unit)
-        self._gather(unit)
-        self._prefetch(unit, self._order)
-
-    def _keep_for_backward(self, unit: _Unit) -> bool:
-        """Keep ``unit`` gathered from its forward to its backward? (Note [stage-3 reuse])"""
-        if self._recording or unit not in self._order:
-            return False
-        s = self.settings
-        later = self._order[self._order.index(unit) + 1 :]
-        live = sum(u.numel for u in self.units if u.gathered is not None)
-        return sum(u.numel for u in later) <= s.max_reuse_distance and (
-            live <= s.max_live_parameters
-        )
-
-    def _keep_until_step(self) -> bool:
-        """Keep reduced units gathered for the next micro-step? (Note [stage-3 reuse])"""
-        s = self.settings
-        total = sum(u.numel for u in self.units)
-        return (
-            not self._recording
-            and not self._boundary()
-            and total <= min(s.max_reuse_distance, s.max_live_parameters)
-        )
-
-    def _post_forward(self, unit: _Unit, output) -> None:
-        """Release the unit unless it is kept (Note [stage-3 reuse]); it is gathered again when
-        the gradient of its output arrives, just before its backward."""
-        if _in_backward():
-            return
-        if not (torch.is_grad_enabled() and self._keep_for_backward(unit)):
-            self._release(unit)
-        if torch.is_grad_enabled():
-            for t in torch.utils._pytree.tree_leaves(output):
-                if isinstance(t, torch.Tensor) and t.requires_grad:
-                    t.register_hook(lambda grad, u=unit: self._pre_backward(u))
-
-    def _pre_backward(self, unit: _Unit) -> None:
-        self._gather(unit)
-        self._prefetch(unit, self._order[::-1])
-
     # ------------------------------------------------------------------ optimizer state
 
     def _zeros(self, numel: int) -> torch.Tensor:
@@ -520,7 +300,7 @@ class ZeroEngine:
         owned = sum(b.owned for b in everything)
         current = [
             b.shard
-            if isinstance(b, _Unit)
+            if isinstance(b, Unit)
             else self.flat_params[b.start + b.lo : b.start + b.lo + b.owned]
             for b in everything
         ]
@@ -559,22 +339,22 @@ class ZeroEngine:
     def _boundary(self) -> bool:
         return (self.micro_steps + 1) % self.settings.grad_accum == 0
 
-    def _reduces_now(self, b: _Bucket) -> bool:
+    def _reduces_now(self, b: Bucket) -> bool:
         """Stage 0/1 reduce at the accumulation boundary; stage 2/3 every micro-step."""
         return self.settings.stage >= 2 or self._boundary()
 
-    def _grad_ready(self, b: _Bucket) -> None:
+    def _grad_ready(self, b: Bucket) -> None:
         if b.reduced:  # a late hook in this backward (a parameter used twice)
             return
         b.arrived += 1
         if b.arrived == len(b.params) and self._reduces_now(b):
             self._reduce(b)
 
-    def _reduce(self, b: _Bucket) -> None:
+    def _reduce(self, b: Bucket) -> None:
         """Submit the reduction of bucket ``b``'s gradients across ranks into its fp32 owned
         gradient; :meth:`_land` finishes it (at once, or after backward with overlap_comm)."""
         b.reduced = True
-        s, unit = self.settings, isinstance(b, _Unit)
+        s, unit = self.settings, isinstance(b, Unit)
         contiguous = self.flat_grads is not None and not unit
         if contiguous:  # the gradients are this view of the flat buffer
             full = self.flat_grads[b.start : b.start + b.padded]
@@ -597,11 +377,11 @@ class ZeroEngine:
             out = full[b.lo : b.lo + b.owned]
             handle = self.comm.allreduce(full)
             fresh = False
-        self._pending.append((handle, _Reduction(b, out, full, accumulate, fresh, contiguous)))
+        self._pending.append((handle, Reduction(b, out, full, accumulate, fresh, contiguous)))
         if not s.overlap_comm:
             self._drain()
 
-    def _land(self, r: _Reduction) -> None:
+    def _land(self, r: Reduction) -> None:
         """The reduced gradient into the bucket's fp32 owned gradient (host memory with
         offload_optimizer)."""
         b, out = r.bucket, r.out
@@ -617,7 +397,7 @@ class ZeroEngine:
             b.grad.copy_(g)
         if r.accumulate and r.contiguous:  # reduced every micro-step: the next starts from zero
             r.full.zero_()
-        if isinstance(b, _Unit) and not self._keep_until_step():  # Note [stage-3 reuse]
+        if isinstance(b, Unit) and not self._keep_until_step():  # Note [stage-3 reuse]
             self._release(b)
 
     def _drain(self) -> None:
@@ -655,7 +435,7 @@ class ZeroEngine:
         s = self.settings
         return s.lr_at(self.global_steps) if s.lr_at is not None else s.lr
 
-    def _all_owned(self) -> list[_Bucket]:
+    def _all_owned(self) -> list[Bucket]:
         return self.buckets + self.units
 
     def _global_sq_norm(self) -> torch.Tensor:

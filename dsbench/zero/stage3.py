@@ -1,0 +1,181 @@
+"""ZeRO stage 3's partitioned parameters: each module with parameters is a unit whose full
+weights exist only while it runs (gathered in a forward pre-hook, with the next units prefetched;
+released after its forward; gathered again before its backward; released once its gradients
+are reduced). :class:`Stage3` is the part of :class:`dsbench.zero.engine.ZeroEngine` that does
+this; the engine holds the state it uses (``units``, ``_order``, ``_recording``...)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from dsbench.zero.buckets import Bucket
+from dsbench.zero.comm import Handle
+
+# Note [stage-3 reuse]
+# Between its forward and its backward a stage-3 unit is normally released (its full weights
+# freed) and gathered again when the gradient of its output arrives. DeepSpeed keeps it instead
+# when that is cheap (``stage3_max_reuse_distance`` / ``stage3_max_live_parameters``), and dsbench
+# follows the same rule in two places:
+# - after its forward: keep the unit if the units gathered between its forward and its backward
+#   (those after it in forward order) hold at most max_reuse_distance elements and the units kept
+#   so far at most max_live_parameters (ZeroEngine._keep_for_backward);
+# - after its reduction, between the micro-steps of one accumulation: the weights do not change
+#   until the optimizer step, so keep every unit for the next micro-step's forward when all of
+#   them fit within both limits (ZeroEngine._keep_until_step). The optimizer step releases them
+#   (their contents are stale then).
+# A forward run again inside backward (activation checkpointing) keeps its unit gathered for the
+# backward that follows; its reduction releases it, by the second rule.
+
+
+def _in_backward() -> bool:
+    """True while autograd runs a backward pass (a checkpointed block's forward runs again)."""
+    return torch._C._current_graph_task_id() != -1
+
+
+@dataclass
+class InFlight:
+    """A stage-3 all-gather submitted but not yet waited for (a prefetch, or the current one)."""
+
+    buffer: torch.Tensor  # receives the full padded run
+    handle: Handle
+
+
+class Unit(Bucket):
+    """Stage 3: one module's partitioned parameters, whole only while in use.
+
+    Its gather state is one of three: released (``gathered`` and ``in_flight`` None, the
+    parameters' ``data`` empty), in flight (``in_flight`` set), or gathered (``gathered`` holds
+    the full run and the parameters point into it)."""
+
+    def __init__(self, module: nn.Module, params: list[nn.Parameter], world: int, rank: int):
+        super().__init__(params, world, rank, sharded=True)
+        self.module = module
+        # this rank's slice in the compute dtype (host memory with offload_param); set by
+        # ZeroEngine._build_stage3
+        self.shard: torch.Tensor | None = None
+        self.gathered: torch.Tensor | None = None
+        self.in_flight: InFlight | None = None
+
+
+class Stage3:
+    """Stage 3's gathering, releasing and prefetching, mixed into ZeroEngine."""
+
+    def _build_stage3(self, params: list[nn.Parameter]) -> None:
+        """Stage 3: a unit per module holding partitioned parameters; small or shared parameters
+        persist whole in stage-2 style buckets."""
+        s = self.settings
+        owners: dict[int, list[nn.Module]] = {}
+        for module in self.module.modules():
+            for p in module.parameters(recurse=False):
+                owners.setdefault(id(p), []).append(module)
+        persistent = [
+            p
+            for p in params
+            if p.numel() <= s.param_persistence_threshold or len(owners[id(p)]) > 1
+        ]
+        keep = {id(p) for p in persistent}
+        for module in self.module.modules():
+            own = [
+                p for p in module.parameters(recurse=False) if p.requires_grad and id(p) not in keep
+            ]
+            if own:
+                unit = Unit(module, own, self.world, self.rank)
+                full = unit.flatten([p.data for p in own], self.dtype, self.device)
+                mine = full[unit.lo : unit.lo + unit.owned]
+                unit.shard = self._host.host_copy(mine) if s.offload_param else mine.clone()
+                self._release(unit)
+                self.units.append(unit)
+                self._unit_of_module[module] = unit
+        if persistent:
+            self._build_buckets(persistent)
+        for unit in self.units:
+            m = unit.module
+            self._hooks += [
+                m.register_forward_pre_hook(lambda mod, args, u=unit: self._pre_forward(u)),
+                m.register_forward_hook(lambda mod, args, out, u=unit: self._post_forward(u, out)),
+            ]
+
+    def _start_gather(self, unit: Unit) -> None:
+        if unit.gathered is not None or unit.in_flight is not None:
+            return
+        full = torch.empty(unit.padded, dtype=self.dtype, device=self.device)
+        shard = unit.shard
+        if shard.device != self.device:  # offload_param: the shard comes from host memory
+            shard = shard.to(self.device, non_blocking=self._host.pin)
+        unit.in_flight = InFlight(full, self.comm.allgather(full, shard))
+
+    def _gather(self, unit: Unit) -> None:
+        self._start_gather(unit)
+        if unit.in_flight is not None:
+            with self._phase("allgather_wait"):
+                unit.in_flight.handle.wait()
+            unit.gathered, unit.in_flight = unit.in_flight.buffer, None
+            unit.bind(unit.gathered)
+
+    def _release(self, unit: Unit) -> None:
+        if unit.in_flight is not None:  # a prefetch that was not used: finish it first
+            unit.in_flight.handle.wait()
+            unit.in_flight = None
+        unit.gathered = None
+        empty = torch.empty(0, dtype=self.dtype, device=self.device)
+        for p in unit.params:
+            p.data = empty
+
+    def _prefetch(self, unit: Unit, order: list[Unit]) -> None:
+        if self._recording or unit not in order:
+            return
+        budget = self.settings.prefetch_bucket_size
+        for nxt in order[order.index(unit) + 1 :]:
+            if budget <= 0:
+                break
+            self._start_gather(nxt)
+            budget -= nxt.numel
+
+    def _pre_forward(self, unit: Unit) -> None:
+        if _in_backward():  # activation checkpointing recomputes the unit for its backward
+            self._gather(unit)
+            return
+        if self._recording and unit not in self._order:
+            self._order.append(unit)
+        self._gather(unit)
+        self._prefetch(unit, self._order)
+
+    def _keep_for_backward(self, unit: Unit) -> bool:
+        """Keep ``unit`` gathered from its forward to its backward? (Note [stage-3 reuse])"""
+        if self._recording or unit not in self._order:
+            return False
+        s = self.settings
+        later = self._order[self._order.index(unit) + 1 :]
+        live = sum(u.numel for u in self.units if u.gathered is not None)
+        return sum(u.numel for u in later) <= s.max_reuse_distance and (
+            live <= s.max_live_parameters
+        )
+
+    def _keep_until_step(self) -> bool:
+        """Keep reduced units gathered for the next micro-step? (Note [stage-3 reuse])"""
+        s = self.settings
+        total = sum(u.numel for u in self.units)
+        return (
+            not self._recording
+            and not self._boundary()
+            and total <= min(s.max_reuse_distance, s.max_live_parameters)
+        )
+
+    def _post_forward(self, unit: Unit, output) -> None:
+        """Release the unit unless it is kept (Note [stage-3 reuse]); it is gathered again when
+        the gradient of its output arrives, just before its backward."""
+        if _in_backward():
+            return
+        if not (torch.is_grad_enabled() and self._keep_for_backward(unit)):
+            self._release(unit)
+        if torch.is_grad_enabled():
+            for t in torch.utils._pytree.tree_leaves(output):
+                if isinstance(t, torch.Tensor) and t.requires_grad:
+                    t.register_hook(lambda grad, u=unit: self._pre_backward(u))
+
+    def _pre_backward(self, unit: Unit) -> None:
+        self._gather(unit)
+        self._prefetch(unit, self._order[::-1])
