@@ -9,6 +9,9 @@ is not permitted the peak is since process start, and ``host_peak_reset`` says s
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import functools
 from pathlib import Path
 
 import torch
@@ -41,6 +44,41 @@ def host_rss() -> int | None:
     return _read_status_kib("VmRSS")
 
 
+class _MallInfo2(ctypes.Structure):
+    """glibc's ``struct mallinfo2`` (glibc 2.33 on)."""
+
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
+                     "uordblks", "fordblks", "keepcost")
+    ]  # fmt: skip
+
+
+@functools.cache
+def _mallinfo2():
+    libc = ctypes.util.find_library("c")
+    try:
+        fn = ctypes.CDLL(libc).mallinfo2 if libc and "libc.so" in libc else None
+    except (OSError, AttributeError):  # not glibc, or glibc before 2.33
+        return None
+    if fn is not None:
+        fn.restype = _MallInfo2
+    return fn
+
+
+def host_heap_in_use() -> int | None:
+    """Bytes the C allocator has handed out and not taken back: glibc's ``mallinfo2()``
+    ``uordblks`` (in use in its arenas) plus ``hblkhd`` (in use in chunks it mmapped). torch's
+    CPU tensors come from it, so a leak shows here without the free memory the allocator keeps
+    resident, which makes the resident set jump by whole blocks (8 MiB and up) as it is kept or
+    handed back. None where there is no ``mallinfo2`` (not glibc, or glibc before 2.33)."""
+    fn = _mallinfo2()
+    if fn is None:
+        return None
+    info = fn()
+    return int(info.uordblks + info.hblkhd)
+
+
 def host_peak_rss() -> int | None:
     """The process's peak resident set size in bytes (VmHWM), or None off Linux."""
     return _read_status_kib("VmHWM")
@@ -51,8 +89,6 @@ def release_freed(device: str | torch.device = "cpu") -> None:
     starts from the process's baseline rather than from what the last one left cached: Python's
     garbage, glibc's free lists (``malloc_trim``), the device allocator's cache."""
     import contextlib
-    import ctypes
-    import ctypes.util
     import gc
 
     gc.collect()

@@ -179,12 +179,14 @@ def _phase(phases: _Phases | None, name: str):
 def _sample(engine, device: str, *, rank: int, step: int, loss: float, step_s: float) -> dict:
     """What a rank reports every ``sample_every`` steps (memory in bytes, time in seconds):
     resident memory now and its peak since the last sample (the kernel's high-water mark, reset
-    here where it may be), on GPUs the allocator's bytes now and their peak likewise."""
+    here where it may be), the C heap in use (:func:`dsbench.memory.host_heap_in_use`), on GPUs
+    the allocator's bytes now and their peak likewise."""
     from dsbench.engines import loss_scale
-    from dsbench.memory import host_peak_rss, host_rss, reset_host_peak
+    from dsbench.memory import host_heap_in_use, host_peak_rss, host_rss, reset_host_peak
 
     sample = {"rank": rank, "step": step, "time": time.time(), "rss": host_rss(),
-              "peak_rss": host_peak_rss(), "step_s": step_s, "loss": loss,
+              "peak_rss": host_peak_rss(), "heap": host_heap_in_use(), "step_s": step_s,
+              "loss": loss,
               "loss_scale": loss_scale(engine),
               "skipped_steps": int(getattr(engine, "skipped_steps", 0) or 0)}  # fmt: skip
     sample["peak_reset"] = reset_host_peak()

@@ -248,14 +248,16 @@ def test_sigterm_of_a_soak_keeps_what_finished_and_leaves_nothing_behind(config,
 @pytest.mark.slow
 def test_a_soak_ends_at_its_duration_with_the_ranks_agreeing_on_the_last_step(config, tmp_path):
     out = tmp_path / "results"
-    proc = _soak(config, out, "--duration", "4s", "--sample-every", "2")
+    proc = _soak(config, out, "--duration", "6s", "--sample-every", "1")
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 0, stderr
     (path,) = out.glob("testbox/*.json")
     doc = json.loads(path.read_text())
     (launch,) = doc["soak"]["launches"]
-    assert launch["failure"] is None and launch["first_step"] == 0 and launch["last_step"] >= 1
-    assert doc["soak"]["settings"]["duration_s"] == 4.0 and doc["soak"]["status"] == "complete"
+    # the deadline counts from the soak's start (spawning and imports included): on a loaded
+    # machine the ranks may get to train only one step before it, never a step apart
+    assert launch["failure"] is None and launch["first_step"] == 0 and launch["last_step"] >= 0
+    assert doc["soak"]["settings"]["duration_s"] == 6.0 and doc["soak"]["status"] == "complete"
     assert "soak.memory[" in stdout
 
 

@@ -4,7 +4,10 @@ Drift (see [Note: drift over a long run] in :mod:`dsbench.stats`) is fitted per 
 reference run's samples after warm-up, in its longest launch (one process per rank throughout):
 
 - ``soak.memory``: host resident memory, MiB per 1,000 steps, flat below
-  :data:`MEMORY_THRESHOLD`; on GPUs also ``soak.device_allocated`` and ``soak.device_reserved``;
+  :data:`MEMORY_THRESHOLD`; ``soak.heap`` the same for the C heap in use
+  (:func:`dsbench.memory.host_heap_in_use`: live allocations, without the free blocks the
+  allocator keeps resident, which make the resident set jump by 8 MiB and more either way); on
+  GPUs also ``soak.device_allocated`` and ``soak.device_reserved``;
 - ``soak.step_time_drift``: step time, % of the mean step time per 1,000 steps, flat below
   :data:`STEP_TIME_THRESHOLD`; ``soak.step_time`` carries the step times themselves (ms).
 
@@ -172,6 +175,8 @@ def drift_rows(soak: Soak, params: dict, warmup: int) -> list[dict]:
             for r in ranks
         ]
     memory = [("soak.memory", "host RSS slope", "rss")]
+    if all(s.get("heap") is not None for s in launch.samples):
+        memory.append(("soak.heap", "C heap in use slope", "heap"))
     if any("device_allocated" in s for s in launch.samples):
         memory += [
             ("soak.device_allocated", "device allocated slope", "device_allocated"),
