@@ -7,7 +7,8 @@ else :func:`dsbench.compare.pick_runs` picks the runs, and :func:`dsbench.compar
 the rows and gives each its verdict (better / worse / unchanged / inconclusive, from the 99%
 interval of the ratio), exactly as ``dsbench compare`` would, with the machine's noise figure
 when one exists. A parameter axis (``engine=deepspeed`` vs ``engine=dsbench``) compares two
-halves of one run: the newest run in the group that holds both. Noise calibrations (``dsbench
+halves of one run: the run in the group that holds the most cases on both sides (a whole
+suite rather than a ``--filter``'ed part), the newest among equals. Noise calibrations (``dsbench
 noise``) are never a side; they only lend their noise figure.
 
 A pairing whose rows are all inconclusive is not a finding: :func:`undecided` says so, with the
@@ -219,7 +220,11 @@ def _pick(param: bool, members: list[Run], b_sel, c_sel, axis: Axis):
         both = [r for r in members if b_sel.rows(r) and c_sel.rows(r)]
         if not both:
             return None
-        base, cont, notes = compare.pick_runs([both[-1]], axis.baseline, axis.contender)
+        # the run covering the most cases on both sides (a whole suite, not a --filter'ed
+        # part of it), the newest among equals
+        widest = max(range(len(both)), key=lambda i: (min(len(b_sel.rows(both[i])),
+                                                        len(c_sel.rows(both[i]))), i))  # fmt: skip
+        base, cont, notes = compare.pick_runs([both[widest]], axis.baseline, axis.contender)
         return base, cont, notes, both
     base_runs = [r for r in members if b_sel.matches(r)]
     cont_runs = [r for r in members if c_sel.matches(r) and r not in base_runs]
