@@ -364,7 +364,7 @@ def test_calibrate_measures_then_reuses_cache(tmp_path, monkeypatch):
     def must_not_measure(device):
         raise AssertionError("measured again despite the cache")
 
-    monkeypatch.setattr(hardware, "measure_ceilings", must_not_measure)
+    monkeypatch.setattr(hardware.ceilings, "measure_ceilings", must_not_measure)
     again = hardware.calibrate(cpu, "cpu", cache_dir=tmp_path)
     assert again == calibrated
 
@@ -381,7 +381,7 @@ def test_calibrate_force_remeasures_and_measure_false_reads_only(tmp_path, monke
             "methods": {"memory_bandwidth_gbps": "fake copy"},
         }
 
-    monkeypatch.setattr(hardware, "measure_ceilings", fake)
+    monkeypatch.setattr(hardware.ceilings, "measure_ceilings", fake)
     cpu = hardware.get_profile("cpu")
     assert hardware.calibrate(cpu, cache_dir=tmp_path, measure=False) is cpu  # nothing cached
     assert calls == []
@@ -398,8 +398,8 @@ def test_ceilings_are_the_best_of_every_method_and_size(monkeypatch):
     matmul ceiling the best over sizes; each method's rate is in the source, with the threads."""
     stream = {"sum": 61.0, "copy": 30.0, "scale": 52.0, "add": 49.0}
     by_size = {512: 0.30, 1024: 0.42, 2048: 0.40}
-    monkeypatch.setattr(hardware, "_stream_rates", lambda *a, **k: dict(stream))
-    monkeypatch.setattr(hardware, "_matmul_rates", lambda *a, **k: (dict(by_size), 10))
+    monkeypatch.setattr(hardware.ceilings, "_stream_rates", lambda *a, **k: dict(stream))
+    monkeypatch.setattr(hardware.ceilings, "_matmul_rates", lambda *a, **k: (dict(by_size), 10))
     got = hardware.measure_ceilings("cpu")
     assert got["memory_bandwidth_gbps"] == 61.0  # the read-only sum beat the in-place kernels
     assert got["copy_bandwidth_gbps"] == 15.0
@@ -444,7 +444,7 @@ def test_stale_cache_version_is_measured_again(tmp_path, monkeypatch):
     (tmp_path / hardware.CACHE_FILE).write_text(json.dumps(stale))
     fresh = {"memory_bandwidth_gbps": 50.0, "copy_bandwidth_gbps": 14.0,
              "matmul_tflops": {"float32": 0.4, "bfloat16": 1.5}, "methods": {}}  # fmt: skip
-    monkeypatch.setattr(hardware, "measure_ceilings", lambda device: dict(fresh))
+    monkeypatch.setattr(hardware.ceilings, "measure_ceilings", lambda device: dict(fresh))
     profile = hardware.calibrate(hardware.get_profile("cpu"), cache_dir=tmp_path)
     assert profile.memory_bandwidth_gbps.value == 50.0
 
@@ -467,7 +467,7 @@ def test_cache_dir_resolution(tmp_path, monkeypatch):
 def test_corrupt_cache_is_remeasured(tmp_path, monkeypatch):
     (tmp_path / hardware.CACHE_FILE).write_text("{not json")
     monkeypatch.setattr(
-        hardware,
+        hardware.ceilings,
         "measure_ceilings",
         lambda device: {
             "memory_bandwidth_gbps": 10.0,
@@ -550,7 +550,7 @@ def test_cli_calibrate_only_for_cpu(dsbench_main, capsys):
 
 def test_cli_calibrate_cpu(dsbench_main, capsys, monkeypatch):
     monkeypatch.setattr(
-        hardware,
+        hardware.ceilings,
         "measure_ceilings",
         lambda device: {
             "memory_bandwidth_gbps": 12.5,
@@ -563,7 +563,7 @@ def test_cli_calibrate_cpu(dsbench_main, capsys, monkeypatch):
     out = capsys.readouterr().out
     assert out.startswith("cpu: ") and "12.5" in out and "measured on this machine" in out
     # a later plain listing shows the cached measurement without measuring again
-    monkeypatch.setattr(hardware, "measure_ceilings", lambda device: pytest.fail("measured"))
+    monkeypatch.setattr(hardware.ceilings, "measure_ceilings", lambda device: pytest.fail("measured"))
     assert dsbench_main(["profiles"]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("cpu "))
     assert "12.5" in row

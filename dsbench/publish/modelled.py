@@ -333,15 +333,18 @@ def _latest_rows(runs: Iterable[Run], profile_name: str) -> dict[str, tuple[dict
 
 
 def stored_profile(runs: Iterable[Run], name: str) -> Profile | None:
-    """The profile as the newest run on ``name`` stored it (measured figures filled in, e.g. the
-    CPU's calibrated bandwidth), or None."""
+    """The profile as the newest run on ``name`` stored it with its measured figures filled in
+    (e.g. the CPU's calibrated bandwidth), or None. A run that did not calibrate (``dsbench
+    soak`` stores the profile uncalibrated) is passed over."""
     for run in sorted(runs, key=lambda r: (r.created, r.id), reverse=True):
         stored = run.doc.get("profile") or {}
         if stored.get("name") == name and "peak_tflops" in stored:
             try:
-                return Profile.from_dict(stored)
+                profile = Profile.from_dict(stored)
             except (KeyError, TypeError, ValueError):
                 continue
+            if not any(f.measured and f.value is None for f in profile.figures().values()):
+                return profile
     return None
 
 

@@ -1,0 +1,248 @@
+"""Loading and validating profile TOML files (see :mod:`dsbench.hardware`)."""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+import re
+import sys
+import tomllib
+from collections.abc import Mapping
+from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import Any
+
+from dsbench.errors import UsageError, choices_message
+from dsbench.hardware.schema import (
+    _FIGURE_KEYS,
+    _OPTIONAL,
+    _REQUIRED,
+    BACKENDS,
+    FIGURES,
+    PEAK_KEYS,
+    PEAK_UNIT,
+    VENDORS,
+    Figure,
+    Profile,
+    ProfileError,
+)
+
+# --------------------------------------------------------------------------------------------
+# Loading and validation
+# --------------------------------------------------------------------------------------------
+
+
+def _show(value: Any) -> str:
+    """A value as it would appear in the TOML file, for error messages."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return "a list"
+    return str(value)
+
+
+def _is_number(value: Any) -> bool:
+    """An int or float that a float holds (TOML's integers have no bound); not NaN."""
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and abs(value) <= sys.float_info.max
+    )
+
+
+class _Parser:
+    """Turns one parsed TOML document into a :class:`Profile`, or raises :class:`ProfileError`."""
+
+    def __init__(self, display: str, stem: str):
+        self.display = display
+        self.stem = stem
+
+    def fail(self, field: str, problem: str) -> ProfileError:
+        return ProfileError(f"{self.display}: field '{field}': {problem}")
+
+    def string(self, data: Mapping[str, Any], key: str, choices: tuple[str, ...] = ()) -> str:
+        value = data[key]
+        if not isinstance(value, str) or not value.strip():
+            raise self.fail(key, f"expected a non-empty string, got {_show(value)}")
+        if choices and value not in choices:
+            raise self.fail(key, f"expected one of {', '.join(choices)}, got {_show(value)}")
+        return value
+
+    def figure(self, field: str, raw: Any, unit: str) -> Figure:
+        if not isinstance(raw, dict):
+            raise self.fail(
+                field, f"expected an inline table {{ value = ..., source = ... }}, got {_show(raw)}"
+            )
+        unknown = sorted(set(raw) - set(_FIGURE_KEYS))
+        if unknown:
+            raise self.fail(
+                field, f"unknown key '{unknown[0]}'; valid keys: {', '.join(_FIGURE_KEYS)}"
+            )
+        source = raw.get("source")
+        if not isinstance(source, str) or not source.strip():
+            raise self.fail(field, f"expected a non-empty string in 'source', got {_show(source)}")
+        value, na, measured = raw.get("value"), raw.get("na"), raw.get("measured", False)
+        if not isinstance(measured, bool):
+            raise self.fail(field, f"expected true or false in 'measured', got {_show(measured)}")
+        if na is not None and (not isinstance(na, str) or not na.strip()):
+            raise self.fail(field, f"expected a reason string in 'na', got {_show(na)}")
+        given = {"value": value is not None, "na": na is not None, "measured": measured}
+        states = [state for state, present in given.items() if present]
+        if not states:
+            raise self.fail(field, "needs one of 'value', 'na' (a reason) or 'measured = true'")
+        if len(states) > 1:
+            raise self.fail(field, f"has both '{states[0]}' and '{states[1]}'; give only one")
+        if value is not None:
+            if not _is_number(value):
+                raise self.fail(field, f"expected a number in 'value', got {_show(value)}")
+            if value <= 0:
+                raise self.fail(field, f"expected a positive number in 'value', got {_show(value)}")
+            value = float(value)
+        return Figure(value=value, source=source, na=na, measured=measured, unit=unit)
+
+    def parse(self, data: dict[str, Any], path: str) -> Profile:
+        valid = {*_REQUIRED, *_OPTIONAL, *FIGURES, "peak_tflops"}
+        for key in data:
+            if key not in valid:
+                raise self.fail(key, f"unknown field; valid: {', '.join(sorted(valid))}")
+        for key in (*_REQUIRED, *FIGURES, "peak_tflops"):
+            if key not in data:
+                raise self.fail(key, "missing")
+
+        name = self.string(data, "name")
+        if name != self.stem:
+            raise self.fail("name", f"must equal the file name '{self.stem}', got {_show(name)}")
+        detect = data["detect"]
+        if not isinstance(detect, bool):
+            raise self.fail("detect", f"expected true or false, got {_show(detect)}")
+        patterns = data["device_patterns"]
+        if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
+            raise self.fail("device_patterns", f"expected a list of strings, got {_show(patterns)}")
+        backend = self.string(data, "backend", BACKENDS)
+        if backend == "any" and detect:
+            raise self.fail("backend", "'any' is only for fallback profiles with 'detect = false'")
+        if detect and not patterns:
+            raise self.fail("device_patterns", "empty, but 'detect = true' needs a pattern")
+        for pattern in patterns:
+            try:
+                re.compile(pattern, re.IGNORECASE)
+            except re.error as exc:
+                raise self.fail("device_patterns", f"bad regex {_show(pattern)}: {exc}") from None
+
+        memory_range = data.get("memory_range_gib")
+        if memory_range is not None:
+            if not (
+                isinstance(memory_range, list)
+                and len(memory_range) == 2
+                and all(_is_number(x) and x >= 0 for x in memory_range)
+                and memory_range[0] < memory_range[1]
+            ):
+                raise self.fail(
+                    "memory_range_gib",
+                    f"expected [low, high] with 0 <= low < high, got {_show(memory_range)}",
+                )
+            memory_range = (float(memory_range[0]), float(memory_range[1]))
+        notes = data.get("notes", "")
+        if not isinstance(notes, str):
+            raise self.fail("notes", f"expected a string, got {_show(notes)}")
+
+        peaks_raw = data["peak_tflops"]
+        if not isinstance(peaks_raw, dict):
+            raise self.fail("peak_tflops", f"expected a table, got {_show(peaks_raw)}")
+        for key in peaks_raw:
+            if key not in PEAK_KEYS:
+                raise self.fail(
+                    f"peak_tflops.{key}", f"unknown field; valid: {', '.join(PEAK_KEYS)}"
+                )
+        for key in PEAK_KEYS:
+            if key not in peaks_raw:
+                raise self.fail(f"peak_tflops.{key}", "missing")
+
+        return Profile(
+            name=name,
+            title=self.string(data, "title"),
+            vendor=self.string(data, "vendor", VENDORS),
+            backend=backend,
+            arch=self.string(data, "arch"),
+            device_patterns=tuple(patterns),
+            detect=detect,
+            **{key: self.figure(key, data[key], unit) for key, unit in FIGURES.items()},
+            peak_tflops={
+                key: self.figure(f"peak_tflops.{key}", peaks_raw[key], PEAK_UNIT)
+                for key in PEAK_KEYS
+            },
+            path=path,
+            memory_range_gib=memory_range,
+            notes=notes,
+        )
+
+
+def _default_dir() -> Traversable:
+    return importlib.resources.files("dsbench.hardware_profiles")
+
+
+def load_profile_file(file: str | Path | Traversable, display: str | None = None) -> Profile:
+    """Load and validate one profile file; errors name it as ``display`` (default
+    ``<folder>/<file>``, e.g. ``hardware_profiles/h100-sxm.toml``)."""
+    if isinstance(file, str):
+        file = Path(file)
+    if display is None:
+        parent = getattr(file, "parent", None)
+        display = f"{parent.name}/{file.name}" if parent is not None else file.name
+    stem = file.name.removesuffix(".toml")
+    try:
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        message = " ".join(str(exc).split())
+        raise ProfileError(f"{display}: not valid TOML: {message}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProfileError(f"{display}: cannot read: {exc}") from None
+    except (ValueError, RecursionError) as exc:  # an integer of over 4300 digits, deep nesting
+        too = "nested too deeply" if isinstance(exc, RecursionError) else "a number too long"
+        raise ProfileError(f"{display}: not valid TOML: {too}") from None
+    return _Parser(display, stem).parse(data, display)
+
+
+def _load_dir(directory: Path | Traversable, display_dir: str | None = None) -> dict[str, Profile]:
+    files = sorted(
+        (f for f in directory.iterdir() if f.name.endswith(".toml") and f.is_file()),
+        key=lambda f: f.name,
+    )
+    if not files:
+        raise ProfileError(f"{directory}: no hardware profiles (*.toml) found")
+    profiles = {}
+    for f in files:
+        display = f"{display_dir}/{f.name}" if display_dir else None
+        profiles[f.name.removesuffix(".toml")] = load_profile_file(f, display)
+    return profiles
+
+
+@functools.cache
+def _load_default() -> dict[str, Profile]:
+    return _load_dir(_default_dir(), "hardware_profiles")
+
+
+def load_profiles(directory: str | Path | None = None) -> dict[str, Profile]:
+    """All profiles in ``directory`` (default: the shipped ``hardware_profiles/``), by name.
+
+    Every file is validated; the first problem raises :class:`ProfileError`. The default
+    directory is read once per process.
+    """
+    if directory is None:
+        return dict(_load_default())
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise ProfileError(f"{directory}: not a folder of hardware profiles")
+    return _load_dir(directory)
+
+
+def get_profile(name: str) -> Profile:
+    """The shipped profile called ``name``; an unknown name lists the valid ones."""
+    profiles = load_profiles()
+    if name not in profiles:
+        raise UsageError(choices_message("profile", name, profiles))
+    return profiles[name]
