@@ -96,9 +96,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--list", action="store_true", help="print the fault schedule and exit")
     p.add_argument("--label", help="the run's label (default soak-ENGINE-zeroSTAGE)")
     p.epilog = (
-        f"Verdicts: memory is flat when the whole 99%% interval of its slope lies below "
+        f"Verdicts: memory is flat when the whole 99% interval of its slope lies below "
         f"{report.MEMORY_THRESHOLD:g} MiB per 1,000 steps, growing when wholly above, else "
-        f"inconclusive; step time likewise against {report.STEP_TIME_THRESHOLD:g}%% of the mean "
+        f"inconclusive; step time likewise against {report.STEP_TIME_THRESHOLD:g}% of the mean "
         "step time per 1,000 steps. Slopes are fitted after warm-up by least squares on batch "
         "means, the interval widened for autocorrelation."
     )
