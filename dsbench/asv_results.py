@@ -360,3 +360,21 @@ def load_asv_runs(root: Path | str, warn: Callable[[str], None]) -> list[Run]:
             warn(f"skipping {exc}")
     runs.sort(key=lambda r: (r.created, r.id))
     return runs
+
+
+def load_all_runs(
+    root: Path | str | None = None, warn: Callable[[str], None] | None = None
+) -> list[Run]:
+    """dsbench's runs under ``root`` and asv's under ``root/asv``, oldest first (bad files: one
+    warning each, then skipped)."""
+    import sys
+
+    from dsbench.results import ASV_DIR, default_results_dir, load_runs
+
+    root = Path(root) if root is not None else default_results_dir()
+    warn = warn or (lambda msg: print(f"dsbench: warning: {msg}", file=sys.stderr))
+    runs = load_runs(root, warn)
+    if (root / ASV_DIR).is_dir():
+        runs.extend(load_asv_runs(root / ASV_DIR, warn))
+        runs.sort(key=lambda r: (r.created, r.id))
+    return runs

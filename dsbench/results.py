@@ -21,9 +21,9 @@ This came later within schema 3 and needs no migration: files without it are run
 
 asv's own result files (``results/asv/``, ``machine.json``, ``benchmarks.json``) live under the
 same root and are recognised and left to the asv reader (:mod:`dsbench.asv_results`), which
-turns each asv result file into a :class:`Run` of the same shape; ``load_runs(...,
-include_asv=True)`` returns both kinds. Claim files (``results/claims/``, published tables to
-check, not results) are left to :mod:`dsbench.publish.claims`.
+turns each asv result file into a :class:`Run` of the same shape;
+:func:`dsbench.asv_results.load_all_runs` returns both kinds. Claim files (``results/claims/``,
+published tables to check, not results) are left to :mod:`dsbench.publish.claims`.
 """
 
 from __future__ import annotations
@@ -378,11 +378,9 @@ def is_foreign_file(path: Path, root: Path) -> bool:
 def load_runs(
     root: Path | str | None = None,
     warn: Callable[[str], None] | None = None,
-    include_asv: bool = False,
 ) -> list[Run]:
     """All dsbench runs under ``root``, oldest first. Bad files: one warning each, then skipped.
-
-    ``include_asv``: also asv's result files under ``root/asv`` (see :mod:`dsbench.asv_results`).
+    asv's result files under ``root/asv`` are read by :func:`dsbench.asv_results.load_all_runs`.
     """
     import sys
 
@@ -398,9 +396,5 @@ def load_runs(
             runs.append(read_run(path))
         except ResultFileError as exc:
             warn(f"skipping {exc}")
-    if include_asv and (root / ASV_DIR).is_dir():
-        from dsbench.asv_results import load_asv_runs
-
-        runs.extend(load_asv_runs(root / ASV_DIR, warn))
     runs.sort(key=lambda r: (r.created, r.id))
     return runs

@@ -126,7 +126,7 @@ def asv_root(tmp_path):
 
 def _load(root, warnings=None):
     warn = warnings.append if warnings is not None else pytest.fail
-    return results.load_runs(root, warn=warn, include_asv=True)
+    return asv_results.load_all_runs(root, warn=warn)
 
 
 def test_each_asv_file_becomes_a_run_shaped_like_dsbench_results(asv_root):

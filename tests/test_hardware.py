@@ -563,7 +563,9 @@ def test_cli_calibrate_cpu(dsbench_main, capsys, monkeypatch):
     out = capsys.readouterr().out
     assert out.startswith("cpu: ") and "12.5" in out and "measured on this machine" in out
     # a later plain listing shows the cached measurement without measuring again
-    monkeypatch.setattr(hardware.ceilings, "measure_ceilings", lambda device: pytest.fail("measured"))
+    monkeypatch.setattr(
+        hardware.ceilings, "measure_ceilings", lambda device: pytest.fail("measured")
+    )
     assert dsbench_main(["profiles"]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("cpu "))
     assert "12.5" in row

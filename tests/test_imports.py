@@ -31,7 +31,6 @@ ORDER = ["bottom", "kernels", "compute", "workloads", "runner", "top"]
 LAYER_OF = {name: layer for layer, names in LAYERS.items() for name in names}
 # Edges that still point up (importer, imported), to be removed one by one.
 KNOWN = {
-    ("results", "asv_results"),  # load_runs(include_asv=True): a cycle with asv_results
     ("asv_results", "suites"),  # the benchmark definitions' units and directions
 }
 

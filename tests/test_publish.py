@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from dsbench import compare, results
+from dsbench import asv_results, compare, results
 from dsbench.cli import main
 from dsbench.publish import comparisons, site
 from dsbench.publish import runs as run_pages
@@ -157,7 +157,7 @@ def test_lists_never_present_noise_as_a_finding(committed_site):
     one side only; where nothing is decided, the plain statement, its reason and the command
     that would decide it."""
     res, out = committed_site
-    runs = results.load_runs(res, include_asv=True)
+    runs = asv_results.load_all_runs(res)
     listing = (out / "comparisons.html").read_text()
     index = (out / "index.html").read_text()
     for axis_result in comparisons.pair_all(runs):

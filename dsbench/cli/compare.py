@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dsbench import compare, results
+from dsbench import asv_results, compare, results
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -53,7 +53,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    runs = results.load_runs(args.results, include_asv=True)
+    runs = asv_results.load_all_runs(args.results)
     rep = build_report(runs, args.baseline, args.contender, factor=args.factor, fmt=args.format)
     return print_report(rep, args.format, args.fail_on_regression)
 

@@ -39,7 +39,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from dsbench import results
+from dsbench import asv_results, results
 from dsbench.errors import UsageError
 from dsbench.publish import comparisons, profiles, stability, stability_claims
 from dsbench.publish import runs as run_pages
@@ -92,7 +92,9 @@ def load_all(root: Path, warn: Callable[[str], None]) -> list[Run]:
                 f"asv results in {root / results.ASV_DIR} left out: dsbench.asv_results is "
                 "not installed"
             )
-    return results.load_runs(root, warn, include_asv=with_asv)
+    if with_asv:
+        return asv_results.load_all_runs(root, warn)
+    return results.load_runs(root, warn)
 
 
 def check_out(out: Path, results_root: Path) -> None:
