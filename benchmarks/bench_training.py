@@ -5,3 +5,4 @@ from benchmarks._adapter import asv_class
 from dsbench.suites import BENCHMARKS
 
 TrainStep = asv_class(BENCHMARKS["train_step"])
+TrainStepOffload = asv_class(BENCHMARKS["train_step_offload"])

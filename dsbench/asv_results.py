@@ -77,12 +77,12 @@ def direction_of(unit: str) -> str:
     return "higher" if unit.endswith(HIGHER_UNITS_SUFFIX) else "lower"
 
 
-def _definitions() -> dict[str, object]:
-    """dsbench's benchmark definitions by the asv class name the adapter gives them
-    (``train_step`` -> ``TrainStep``): lower case, underscores dropped."""
-    from dsbench.suites import BENCHMARKS
+def _definitions() -> dict[str, tuple[str, tuple[tuple[str, str, str], ...]]]:
+    """dsbench's benchmarks by the asv class name the adapter gives them (``train_step`` ->
+    ``TrainStep``: lower case, underscores dropped): (name, metrics, the primary first)."""
+    from dsbench.records import METRICS
 
-    return {b.name.replace("_", "").lower(): b for b in BENCHMARKS.values()}
+    return {name.replace("_", "").lower(): (name, metrics) for name, metrics in METRICS.items()}
 
 
 def _read_json(path: Path) -> dict:
@@ -168,21 +168,22 @@ def _describe(name: str, meta: dict, defs: dict) -> dict:
     unit = meta.get("unit") or ASV_UNITS.get(kind, "unit")
     bench = defs.get(parts[-2].lower()) if len(parts) >= 3 else None
     if bench is not None:
-        metric = next((m for m in bench.metrics if method == f"track_{m.name}"), None)
-        if metric is bench.primary:
+        bench_name, metrics = bench
+        metric = next((m for m in metrics if method == f"track_{m[0]}"), None)
+        if metric is not None and metric == metrics[0]:  # the primary metric: the row's own id
             return {
-                "name": bench.name,
-                "metric": metric.name,
-                "unit": metric.unit,
-                "direction": metric.direction,
+                "name": bench_name,
+                "metric": metric[0],
+                "unit": metric[1],
+                "direction": metric[2],
             }
         if metric is not None:
-            unit = metric.unit
+            unit = metric[1]
         return {
-            "name": f"{bench.name}.{method}",
+            "name": f"{bench_name}.{method}",
             "metric": method,
             "unit": unit,
-            "direction": metric.direction if metric else direction_of(unit),
+            "direction": metric[2] if metric else direction_of(unit),
         }
     return {"name": name, "metric": method, "unit": unit, "direction": direction_of(unit)}
 

@@ -66,3 +66,24 @@ def summary_fields(env: dict) -> dict[str, str | None]:
             value = "yes" if value else "no"
         out[key] = None if value is None else str(value)
     return out
+
+
+METRICS: dict[str, tuple[tuple[str, str, Direction], ...]] = {
+    "adamw": (("bandwidth", "GB/s", HIGHER), ("params_per_s", "Gparam/s", HIGHER),
+              ("time", "ms", LOWER)),
+    "copy": (("bandwidth", "GB/s", HIGHER), ("time", "ms", LOWER)),
+    "gemm": (("throughput", "TFLOP/s", HIGHER), ("time", "ms", LOWER)),
+    **{op: (("busbw", "GB/s", HIGHER), ("algbw", "GB/s", HIGHER), ("time", "ms", LOWER))
+       for op in ("allreduce", "reduce_scatter", "allgather")},
+    **{name: (("samples_per_s", "samples/s", HIGHER), ("tokens_per_s", "tokens/s", HIGHER),
+              ("tflops_per_rank", "TFLOP/s", HIGHER), ("time", "ms", LOWER),
+              ("step_efficiency", "fraction", HIGHER))
+       for name in ("train_step", "train_step_offload")},
+    "prefill": (("time", "ms", LOWER), ("tokens_per_s", "tokens/s", HIGHER),
+                ("tflops", "TFLOP/s", HIGHER)),
+    "decode": (("ms_per_token", "ms/token", LOWER), ("tokens_per_s", "tokens/s", HIGHER),
+               ("tflops", "TFLOP/s", HIGHER)),
+}  # fmt: skip
+"""Each benchmark's metrics as (name, unit, direction), the primary first: what a reader of
+result files (asv's included) needs without loading the definitions in :mod:`dsbench.suites`
+(and torch). tests/test_imports.py checks that it matches them."""

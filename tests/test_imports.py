@@ -9,7 +9,7 @@
     top         publish, cli, __main__
 
 A module may import its own layer and the layers below it; the results layer only the bottom
-and itself. ``KNOWN`` lists the edges that still point up, each to be removed; a new one fails.
+and itself; no two parts import each other.
 """
 
 import ast
@@ -29,10 +29,6 @@ LAYERS = {
 }
 ORDER = ["bottom", "kernels", "compute", "workloads", "runner", "top"]
 LAYER_OF = {name: layer for layer, names in LAYERS.items() for name in names}
-# Edges that still point up (importer, imported), to be removed one by one.
-KNOWN = {
-    ("asv_results", "suites"),  # the benchmark definitions' units and directions
-}
 
 
 def _unit(module: str) -> str:
@@ -105,20 +101,13 @@ def test_every_module_is_in_a_layer():
 
 def test_no_import_points_up():
     up = {e for e in _edges() if _points_up(*e)}
-    assert up - KNOWN == set(), f"imports pointing up: {sorted(up - KNOWN)}"
+    assert up == set(), f"imports pointing up: {sorted(up)}"
 
 
 def test_no_two_parts_import_each_other():
     edges = _edges()
     cycles = {(a, b) for a, b in edges if (b, a) in edges}
-    assert cycles - KNOWN - {(b, a) for a, b in KNOWN} == set(), sorted(cycles)
-
-
-def test_known_edges_are_still_wrong():
-    """Remove an edge from KNOWN once it is fixed, so the list cannot hide a new one."""
-    edges = _edges()
-    still = {e for e in KNOWN if e in edges and (_points_up(*e) or e[::-1] in edges)}
-    assert still == KNOWN, sorted(KNOWN - still)
+    assert cycles == set(), sorted(cycles)
 
 
 def _imported(argv: list[str]) -> set[str]:
@@ -144,3 +133,14 @@ def test_compare_reads_results_without_torch():
     torch and no benchmark definition."""
     imported = _imported(["compare", "--baseline", "0.18.3", "--results", str(ROOT / "results")])
     assert "torch" not in imported and "dsbench.suites" not in imported
+
+
+def test_records_metrics_match_the_definitions():
+    """records.METRICS (what readers of result files use) is the suites' metrics, in order."""
+    from dsbench.records import METRICS
+    from dsbench.suites import BENCHMARKS
+
+    defined = {
+        b.name: tuple((m.name, m.unit, m.direction) for m in b.metrics) for b in BENCHMARKS.values()
+    }
+    assert defined == METRICS
