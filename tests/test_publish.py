@@ -702,3 +702,29 @@ def test_pages_in_headless_chromium(
     if which == "hostile":
         assert HOSTILE in report.text  # shown as text, not run
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+
+
+def test_training_run_page_shows_the_step_phases_against_the_floor(tmp_path):
+    """Training rows that profiled their step get a stacked bar of its phases, the floor and
+    the timed step marked, and the DeepSpeed note in the caption (escaped)."""
+    res = tmp_path / "results"
+    rows = []
+    for engine, note in (("dsbench", None), ("deepspeed", f"waits not separable {HOSTILE}")):
+        row = make_row(f"train_step[engine={engine},stage=1]", [500.0, 510.0, 490.0],
+                       unit="samples/s")  # fmt: skip
+        phases = {"forward": 10.0, "backward": 20.0, "reduce_scatter": 12.0, "optimizer": 3.0,
+                  "allgather": 8.0, "other": 5.0} | ({"note": note} if note else {})  # fmt: skip
+        row["notes"] = {"phases_ms": phases, "floor_ms": {"forward_backward": 27.0}}
+        row["work"] = {"floor_s": 0.030}
+        row["metrics"] = {"time": {"value": 64.0, "unit": "ms", "direction": "lower"}}
+        rows.append(row)
+    results.write_run(make_doc("20261201T000000Z-bbbbbb", "2026-12-01T00:00:00+00:00", rows),
+                      root=res)  # fmt: skip
+    out = tmp_path / "site"
+    assert _publish(res, out) == 0
+    (page,) = [p for p in (out / "runs").glob("*.html") if "bbbbbb" in p.name]
+    text = page.read_text()
+    section = _section(text, "Where the step&#x27;s time goes")
+    assert "<img" in section and "compute-only floor" in section
+    assert html.escape(f"waits not separable {HOSTILE}") in section and HOSTILE not in text
+    _check_links_and_images(out)

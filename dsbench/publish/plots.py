@@ -1,6 +1,7 @@
 """Charts for the published site: the sorted ratio chart that opens a comparison (each case's
 ratio with its 99% interval, the ±factor band, the verdict's colour), grouped bars with 99% CI
-error bars, % of peak, history across runs, and the roofline. PNG files written beside the
+error bars, % of peak, history across runs, the roofline, and a training step's phases against
+its compute-only floor. PNG files written beside the
 pages; nothing is fetched or embedded from elsewhere.
 
 matplotlib is used without pyplot (a :class:`~matplotlib.figure.Figure` renders through Agg by
@@ -373,4 +374,55 @@ def drift_curves(
         ax.set_title(text(title, 100), fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    return _save(fig, path)
+
+
+@dataclass(frozen=True)
+class PhaseCase:
+    """One training row: milliseconds per phase of its step, its floor and its timed step."""
+
+    label: str
+    phases: dict[str, float]
+    floor_ms: float | None
+    step_ms: float | None
+
+
+PHASE_ORDER = ("forward", "backward", "reduce_scatter", "optimizer", "allgather", "other")
+PHASE_NAMES = {
+    "forward": "forward",
+    "backward": "backward",
+    "reduce_scatter": "exposed reduce-scatter",
+    "optimizer": "optimizer",
+    "allgather": "exposed all-gather",
+    "other": "other",
+}
+
+
+def phase_bars(cases: Sequence[PhaseCase], path: Path, *, title: str = "") -> Path:
+    """A horizontal stacked bar per case: its step's phases in ms (from a few profiled steps),
+    with the compute-only floor (black) and the timed step's median (white) marked above it."""
+    n = len(cases)
+    fig = Figure(figsize=(9, max(2.2, 0.32 * n + 1.5)))
+    ax = fig.add_subplot()
+    for y, c in enumerate(cases):
+        left = 0.0
+        for k, phase in enumerate(PHASE_ORDER):
+            width = max(0.0, float(c.phases.get(phase) or 0.0))
+            ax.barh(y, width, left=left, height=0.6, color=COLORS[k % len(COLORS)],
+                    label=PHASE_NAMES[phase] if y == 0 else None)  # fmt: skip
+            left += width
+        # markers just above the bar, so no segment's colour hides them
+        if c.floor_ms:
+            ax.plot([c.floor_ms], [y - 0.42], "v", color="black", markersize=7,
+                    label="compute-only floor" if y == 0 else None)  # fmt: skip
+        if c.step_ms:
+            ax.plot([c.step_ms], [y - 0.42], "v", markerfacecolor="white", markeredgecolor="black",
+                    markersize=7, label="timed step (median)" if y == 0 else None)  # fmt: skip
+    ax.set_yticks(range(n), [text(c.label, 72) for c in cases], fontsize=8)
+    ax.set_ylim(n - 0.5, -0.75)
+    ax.set_xlabel("ms per step")
+    if title:
+        ax.set_title(text(title, 100), fontsize=10)
+    ax.grid(axis="x", alpha=0.25)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=4, frameon=False)
     return _save(fig, path)

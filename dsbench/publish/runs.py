@@ -85,7 +85,7 @@ def run_page(site: Site, run: Run) -> None:
             el("h2", "Headline numbers"),
             el("p", join((el("span", h, cls="tag") for h in heads), " ")),
         ]
-    body += [el("h2", "Benchmarks"), *peak_notes(run), rows_table(run)]
+    body += [el("h2", "Benchmarks"), *peak_notes(run), rows_table(run), *phase_section(site, run)]
     body += [el("h2", "Environment"), render_value(doc.get("env") or {})]
     if doc.get("profile"):
         body += [
@@ -99,6 +99,48 @@ def run_page(site: Site, run: Run) -> None:
     if extra:
         body += [el("h2", "Other fields"), render_value(extra)]
     site.write(site.run_pages[id(run)], f"Run {run_title(run)}", join(body))
+
+
+def phase_section(site: Site, run: Run) -> list[Html]:
+    """Training rows that profiled their step: a stacked bar of its phases per case and engine,
+    against the compute-only floor (dsbench.suites.step_floor)."""
+    rows = [
+        r
+        for r in run.doc["benchmarks"]
+        if r.get("status") == "ok" and isinstance((r.get("notes") or {}).get("phases_ms"), dict)
+    ]
+    if not rows:
+        return []
+    labels = plots.case_labels([r["id"] for r in rows])
+    cases = []
+    for label, r in zip(labels, rows, strict=True):
+        notes, metrics = r["notes"], r.get("metrics") or {}
+        floor = (r.get("work") or {}).get("floor_s")
+        cases.append(
+            plots.PhaseCase(
+                label=label,
+                phases={
+                    k: finite(v) or 0.0
+                    for k, v in notes["phases_ms"].items()
+                    if k in plots.PHASE_ORDER
+                },
+                floor_ms=finite(floor) * 1e3 if finite(floor) else None,
+                step_ms=finite((metrics.get("time") or {}).get("value")),
+            )
+        )
+    notes = sorted({r["notes"]["phases_ms"].get("note") for r in rows} - {None})
+    caption = join([
+        "Where each step's time goes, from a few extra steps profiled after timing (forward, "
+        "backward, time blocked on gradient reductions and parameter gathers, the optimizer, "
+        "the rest); the black marker is the rank's compute-only floor, the white one the timed "
+        "step's median. step_efficiency = floor / step. ",
+        *(f"{n}. " for n in notes),
+    ])  # fmt: skip
+    return [
+        el("h2", "Where the step's time goes"),
+        site.figure(partial(plots.phase_bars, cases, title=f"{run_title(run)}: step phases"),
+                    depth=1, alt="stacked bars of each training step's phases", caption=caption),
+    ]  # fmt: skip
 
 
 def peak_notes(run: Run) -> list[Html]:
