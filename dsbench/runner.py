@@ -177,16 +177,36 @@ def _error_text(exc: BaseException) -> str:
 # ---------------------------------------------------------------------------- execution
 
 
+def _time_case(
+    case: Case,
+    ctx: Context,
+    config: TimingConfig,
+    *,
+    distributed: bool = False,
+    since_rss: int | None = None,
+    profiled: bool = False,
+) -> tuple[Measurement, dict]:
+    """Time a set-up case, run its profile when ``profiled``, and always tear it down: the one
+    measure / profile / teardown sequence of every path (single process, ranks, memory pass).
+    Returns the measurement and what the profile found."""
+    found: dict = {}
+    try:
+        m = measure(case.fn, device=ctx.torch_device, args=case.args, config=config,
+                    distributed=distributed, since_rss=since_rss)  # fmt: skip
+        if profiled and case.profile is not None:
+            found = case.profile()
+    finally:
+        if case.teardown is not None:
+            case.teardown()
+    return m, found
+
+
 def run_case(
     bench: Benchmark, params: dict, ctx: Context, profile: Profile, config: TimingConfig
 ) -> dict:
     try:
         case = bench.setup(params, ctx)
-        try:
-            m = measure(case.fn, device=ctx.torch_device, args=case.args, config=config)
-        finally:
-            if case.teardown is not None:
-                case.teardown()
+        m, _ = _time_case(case, ctx, config)
         return ok_row(bench, params, case, m, profile)
     except Skip as exc:
         return status_row(bench, params, "skipped", str(exc))
@@ -287,23 +307,9 @@ def rank_worker(payload: dict, *, device: str, send: Callable) -> None:
                 if row is not None:
                     final[index] = row
                     continue
-                found: dict = {}
-                try:
-                    parts[index].append(
-                        measure(
-                            case.fn,
-                            device=ctx.torch_device,
-                            args=case.args,
-                            config=round_config,
-                            distributed=True,
-                            since_rss=since,
-                        )
-                    )
-                    if case.profile is not None:
-                        found = case.profile()
-                finally:
-                    if case.teardown is not None:
-                        case.teardown()
+                m, found = _time_case(case, ctx, round_config, distributed=True,
+                                      since_rss=since, profiled=True)  # fmt: skip
+                parts[index].append(m)
                 # keep what the row needs, not the callable (it holds the model and engine)
                 work = case.work
                 if "floor_s" in found:  # the profile measured the work's compute-only floor:
@@ -340,18 +346,7 @@ def memory_worker(payload: dict, *, device: str, send: Callable) -> None:
     case, row = _setup_everywhere(bench, payload["case"], ctx)
     if row is not None:
         return
-    try:
-        m = measure(
-            case.fn,
-            device=ctx.torch_device,
-            args=case.args,
-            config=MEMORY_PASS,
-            distributed=True,
-            since_rss=since,
-        )
-    finally:
-        if case.teardown is not None:
-            case.teardown()
+    m, _ = _time_case(case, ctx, MEMORY_PASS, distributed=True, since_rss=since)
     if ctx.rank == 0:
         send(m.memory)
 
