@@ -108,3 +108,25 @@ def test_reference_adamw_unscale_skip_and_l2_mode():
         torch.testing.assert_close(p_, ref.detach(), atol=1e-6, rtol=1e-6)
         torch.testing.assert_close(m_, opt.state[ref]["exp_avg"], atol=1e-7, rtol=1e-6)
         torch.testing.assert_close(v_, opt.state[ref]["exp_avg_sq"], atol=1e-7, rtol=1e-6)
+
+
+def test_table_cache_builds_once_per_layout_and_keeps_the_newest():
+    """The pointer/chunk table cache the Triton and CUDA AdamW share: one build per key, least
+    recently used dropped beyond its size."""
+    from dsbench.kernels.table_cache import TableCache
+
+    cache, builds = TableCache(2), []
+
+    def build(key):
+        builds.append(key)
+        return f"table {key}"
+
+    assert cache.get("a", lambda: build("a")) == "table a"
+    assert cache.get("a", lambda: build("a")) == "table a"
+    cache.get("b", lambda: build("b"))
+    cache.get("a", lambda: build("a"))  # a is now the most recently used
+    cache.get("c", lambda: build("c"))  # drops b
+    cache.get("b", lambda: build("b"))
+    assert builds == ["a", "b", "c", "b"] and len(cache) == 2
+    cache.clear()
+    assert len(cache) == 0

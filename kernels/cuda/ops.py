@@ -8,14 +8,12 @@ raises :class:`dsbench.kernels.cuda.build.BuildError`.
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
 import torch
 
 from dsbench.kernels.cuda import build
+from dsbench.kernels.table_cache import TableCache
 
-_TABLE_CACHE_SIZE = 16
-_tables: OrderedDict[tuple, tuple[torch.Tensor, int, int]] = OrderedDict()
+_tables: TableCache[tuple[torch.Tensor, int, int]] = TableCache(16)
 
 
 def _signature(t: torch.Tensor) -> tuple:
@@ -31,17 +29,12 @@ def _table(ext, params, grads, exp_avgs, exp_avg_sqs, steps) -> tuple[torch.Tens
     """
     groups = (params, grads, exp_avgs, exp_avg_sqs, steps)
     key = (len(params), *(_signature(t) for group in groups for t in group))
-    hit = _tables.get(key)
-    if hit is not None:
-        _tables.move_to_end(key)
-        return hit
-    entry = ext.adamw_table(
-        list(params), list(grads), list(exp_avgs), list(exp_avg_sqs), list(steps)
+    return _tables.get(
+        key,
+        lambda: ext.adamw_table(
+            list(params), list(grads), list(exp_avgs), list(exp_avg_sqs), list(steps)
+        ),
     )
-    _tables[key] = entry
-    while len(_tables) > _TABLE_CACHE_SIZE:
-        _tables.popitem(last=False)
-    return entry
 
 
 def adamw(

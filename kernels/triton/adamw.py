@@ -53,12 +53,12 @@ multi-tensor-apply chunking of NVIDIA Apex / DeepSpeed's fused Adam.
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 
 import torch
 import triton
 import triton.language as tl
 
+from dsbench.kernels.table_cache import TableCache
 from dsbench.kernels.triton._common import (
     check_device,
     check_dtype,
@@ -370,23 +370,11 @@ def _adamw_multi_kernel(
 
 
 # --------------------------------------------------------------------------------------------
-# Host side: tables, cached per list layout
+# Host side: tables, cached per list layout (dsbench.kernels.table_cache)
 # --------------------------------------------------------------------------------------------
 
-_CACHE_SIZE = 16
-_chunk_cache: OrderedDict[tuple, torch.Tensor] = OrderedDict()
-_ptr_cache: OrderedDict[tuple, torch.Tensor] = OrderedDict()
-
-
-def _cached(cache: OrderedDict, key: tuple, build):
-    value = cache.get(key)
-    if value is None:
-        value = cache[key] = build()
-        if len(cache) > _CACHE_SIZE:
-            cache.popitem(last=False)
-    else:
-        cache.move_to_end(key)
-    return value
+_chunk_cache: TableCache[torch.Tensor] = TableCache(16)
+_ptr_cache: TableCache[torch.Tensor] = TableCache(16)
 
 
 def _to_device(table: torch.Tensor, device: torch.device) -> torch.Tensor:
@@ -403,7 +391,7 @@ def _chunk_table(numels: tuple[int, ...], device: torch.device) -> torch.Tensor:
         rows = [(i, start) for i, n in enumerate(numels) for start in range(0, n, _CHUNK)]
         return _to_device(torch.tensor(rows, dtype=torch.int64).reshape(-1, 2), device)
 
-    return _cached(_chunk_cache, (device, _CHUNK, numels), build)
+    return _chunk_cache.get((device, _CHUNK, numels), build)
 
 
 def _pointer_table(groups: tuple[list[torch.Tensor], ...], device: torch.device) -> torch.Tensor:
@@ -414,7 +402,7 @@ def _pointer_table(groups: tuple[list[torch.Tensor], ...], device: torch.device)
     def build():
         return _to_device(torch.tensor([*addrs, numels], dtype=torch.int64), device)
 
-    return _cached(_ptr_cache, (device, addrs, numels), build)
+    return _ptr_cache.get((device, addrs, numels), build)
 
 
 # --------------------------------------------------------------------------------------------
