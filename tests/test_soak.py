@@ -146,6 +146,40 @@ def test_bad_specs_are_one_line_exit_2(config, capsys):
         assert err.count("\n") == 1 and needle in err, err
 
 
+def test_restarts_are_judged_bit_for_bit_and_a_nondeterministic_run_is_named(tmp_path):
+    """From launches as a soak records them: a restart that continues with the reference's
+    losses is a success, one that differs in a single bit is not, and a first launch that
+    already differs (from step 0, like the reference) says training is not deterministic."""
+    from dsbench.soak.report import fault_outcomes
+    from dsbench.soak.run import Launch, Settings, Soak, Stream
+
+    kill = plan.Fault(action="kill", point="step", step=3, rank=1)
+    settings = Settings(model="mlp", config={}, engine="dsbench", nproc=2, device="cpu", steps=6,
+                        duration_s=None, sample_every=1, checkpoint_every=2, faults=(kill,),
+                        hang_timeout_s=5)  # fmt: skip
+    soak = Soak(settings, Stream(tmp_path / "s.jsonl"), tmp_path, say=lambda m: None)
+    reference = {s: -1.5 * s for s in range(6)}
+    fired = [{"action": "kill", "point": "step", "rank": 1, "step": 3, "time": 10.0}]
+    soak.launches = [
+        Launch(run="reference", index=0, fault=None, resume=False, started=0.0, first_step=0,
+               losses=dict(reference), ended=1.0),
+        Launch(run="faulted", index=0, fault=kill, resume=False, started=9.0, first_step=0,
+               losses={s: reference[s] for s in range(3)}, ended=10.25, fired=fired,
+               failure="rank 1 of 2 killed by SIGKILL at step 3; after that, rank 0 failed: x"),
+        Launch(run="faulted", index=1, fault=None, resume=True, started=11.0, first_step=2,
+               losses={s: reference[s] for s in range(2, 6)}, ended=12.0),
+    ]  # fmt: skip
+    out = fault_outcomes(soak)
+    assert out["deterministic"] == {"checked_steps": 3, "first_difference": None}
+    assert (out["named"], out["faults"][0]["detection_s"]) == (1, 0.25)
+    assert [r["ok"] for r in out["resumes"]] == [True] and out["resume_success_rate"] == 100.0
+    soak.launches[2].losses[4] = float(np.nextafter(reference[4], 0.0))  # one bit off
+    (resume,) = fault_outcomes(soak)["resumes"]
+    assert not resume["ok"] and resume["why"].startswith("step 4: loss -5.99999")
+    soak.launches[1].losses[1] = -1.25
+    assert fault_outcomes(soak)["deterministic"]["first_difference"] == 1
+
+
 # ---------------------------------------------------------------------------- soaks
 
 
@@ -187,6 +221,7 @@ def test_a_fault_soak_detects_names_and_resumes_every_failure_bit_for_bit(config
     assert 3 <= hang < 30 and all(f["detection_s"] < 30 for f in faults["faults"])
     assert faults["resumes_attempted"] == 4 and faults["resumes_identical"] == 4
     assert [r["from_step"] for r in faults["resumes"]] == [0, 10, 20, 30]
+    assert faults["deterministic"] == {"checked_steps": 7, "first_difference": None}
     assert "bit-identical 4 (100.0%)" in stdout
     rows = run.benchmarks
     assert (

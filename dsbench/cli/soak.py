@@ -275,6 +275,14 @@ def _document(
         problems += [
             f"restart {r['launch']}: {r['why']}" for r in outcome["resumes"] if not r["ok"]
         ]
+        step = outcome["deterministic"]["first_difference"]
+        if step is not None:
+            problems.insert(
+                0,
+                f"training is not deterministic: the faulted run's first launch, "
+                f"from step 0 as the reference, differs from it at step {step}, so "
+                "no restart can be judged bit for bit",
+            )
     elif soak.runs("reference") and soak.runs("reference")[-1].failure:
         problems.append(f"failure: {soak.runs('reference')[-1].failure}")
     section["problems"] = problems

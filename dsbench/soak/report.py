@@ -219,9 +219,8 @@ def loss_anomalies(soak: Soak) -> dict:
         nonfinite += [s for s in steps if not math.isfinite(launch.losses[s])]
         start = 0
         for i in range(1, len(steps) + 1):
-            same = i < len(steps) and same_loss(
-                launch.losses[steps[i]], launch.losses[steps[i - 1]]
-            )
+            # NaN != NaN: a run of non-finite losses is counted as such, not as a stall
+            same = i < len(steps) and launch.losses[steps[i]] == launch.losses[steps[i - 1]]
             if not same:
                 if i - start >= STALL_STEPS:
                     stalls.append({"run": launch.run, "from": steps[start], "to": steps[i - 1]})
@@ -276,6 +275,10 @@ def fault_outcomes(soak: Soak) -> dict:
         if i == 0:
             continue
         resumes.append(_resume(launch, reference))
+    # [Note: an A/A check for free] The faulted run's first launch starts from step 0, as the
+    # reference did, and trains up to the first fault: were training not deterministic, it would
+    # already differ from the reference, and no restart could be judged bit for bit.
+    first = _mismatch(launches[0], reference) if launches else None
     ok = sum(r["ok"] for r in resumes)
     hours = sum((launch.ended or launch.started) - launch.started for launch in soak.launches)
     return {
@@ -284,6 +287,10 @@ def fault_outcomes(soak: Soak) -> dict:
         "detected": sum(f["detected"] for f in faults),
         "named": sum(f["named"] for f in faults),
         "faults": faults,
+        "deterministic": {
+            "checked_steps": len(launches[0].losses) if launches else 0,
+            "first_difference": first,
+        },
         "resumes_attempted": len(resumes),
         "resumes_identical": ok,
         "resume_success_rate": 100.0 * ok / len(resumes) if resumes else None,
@@ -294,6 +301,15 @@ def fault_outcomes(soak: Soak) -> dict:
     }
 
 
+def _mismatch(launch: Launch, reference: dict[int, float]) -> int | None:
+    """The first step whose loss differs from the reference's (or that it lacks), or None."""
+    steps = sorted(launch.losses)
+    return next(
+        (s for s in steps if s not in reference or not same_loss(launch.losses[s], reference[s])),
+        None,
+    )
+
+
 def _resume(launch: Launch, reference: dict[int, float]) -> dict:
     """Did this restart continue as the uninterrupted reference did, bit for bit?"""
     out = {
@@ -302,14 +318,7 @@ def _resume(launch: Launch, reference: dict[int, float]) -> dict:
         "checkpoint": launch.resume,
         "steps": len(launch.losses),
     }
-    mismatch = next(
-        (
-            s
-            for s in sorted(launch.losses)
-            if s not in reference or not same_loss(launch.losses[s], reference[s])
-        ),
-        None,
-    )
+    mismatch = _mismatch(launch, reference)
     if launch.first_step is None or not launch.losses:
         why = f"failed before its first step: {launch.failure or 'no step reported'}"
     elif mismatch is not None:
