@@ -476,6 +476,8 @@ def merge_launches(launches: list[Launch], **extra) -> dict:
         benchmarks=rows,
         **extra,
     )
+    if "soak" in first:  # each round's soak: its faults, restarts and launches
+        doc["soak_rounds"] = [d["soak"] for d in docs]
     return doc
 
 

@@ -334,3 +334,4 @@ def test_ab_runs_a_short_soak_on_both_sides_and_compares_them(config, tmp_path):
         assert run.doc["suite"] == "soak" and len(run.doc["launches"]) == 2
         memory = next(r for r in run.doc["benchmarks"] if r["name"] == "soak.memory")
         assert memory["drift"] is None and len(memory["launch_drifts"]) == 2
+        assert [r["status"] for r in run.doc["soak_rounds"]] == ["complete", "complete"]
