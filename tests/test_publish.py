@@ -103,6 +103,7 @@ def test_engine_page_holds_the_compare_table(committed_site):
     both = [r for r in runs if r.doc.get("suite") == "training"
             and {row["params"].get("engine") for row in r.doc["benchmarks"]}
             >= {"dsbench", "deepspeed"}]  # fmt: skip
+
     def per_engine(run):  # rows on the smaller side; the page takes the widest, newest last
         engines = [row["params"].get("engine") for row in run.doc["benchmarks"]]
         return min(engines.count("deepspeed"), engines.count("dsbench"))
