@@ -104,7 +104,7 @@ from typing import Any
 
 from dsbench import compare, records
 from dsbench.errors import UsageError, choices_message
-from dsbench.hardware import _show  # a TOML value as written, for error messages
+from dsbench.hardware import _is_number, _show  # TOML numbers and values, as hardware reads them
 from dsbench.results import CLAIMS_DIR, Run, default_results_dir
 
 SCHEMA = "dsbench-claims"
@@ -264,15 +264,6 @@ class Claim:
 # --------------------------------------------------------------------------------------------
 # Loading and validation
 # --------------------------------------------------------------------------------------------
-
-
-def _is_number(value: Any) -> bool:
-    """A finite int or float (TOML's integers can be too large for a float)."""
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and abs(value) <= sys.float_info.max
-    )
 
 
 class _Parser:
