@@ -1,6 +1,6 @@
 """One import direction, checked on the source (every import, module level or inside functions):
 
-    bottom      errors, records, interrupts, faults, stats, hardware, memory
+    bottom      errors, records, interrupts, faults, stats, hardware, memory, values
     kernels     dsbench.kernels.*  (kernels/ in the repository)
     compute     distributed, models, zero
     workloads   engines, timing, training, suites, soak
@@ -19,7 +19,16 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS = {
-    "bottom": ["errors", "records", "interrupts", "faults", "stats", "hardware", "memory"],
+    "bottom": [
+        "errors",
+        "records",
+        "interrupts",
+        "faults",
+        "stats",
+        "hardware",
+        "memory",
+        "values",
+    ],
     "kernels": ["kernels"],
     "compute": ["distributed", "models", "zero"],
     "workloads": ["engines", "timing", "training", "suites", "soak"],
