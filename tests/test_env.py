@@ -14,9 +14,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from dsbench import envinfo
 from dsbench.cli import env as env_cli
 from dsbench.envinfo import (
+    collect,
     collect_env,
     format_env,
     git_commit,
@@ -270,7 +270,7 @@ def test_gpu_devices_cuda_and_rocm_arch():
         multi_processor_count=132,
         L2_cache_size=50 * 2**20,
     )
-    (dev,) = envinfo._gpu_devices(_fake_torch(None, [h100]))
+    (dev,) = collect._gpu_devices(_fake_torch(None, [h100]))
     assert dev["arch"] == "sm_90" and dev["multi_processor_count"] == 132
     assert dev["l2_cache_bytes"] == 50 * 2**20
     # Older torch without L2_cache_size; ROCm arch trimmed of its feature flags.
@@ -282,19 +282,19 @@ def test_gpu_devices_cuda_and_rocm_arch():
         gcnArchName="gfx90a:sramecc+:xnack-",
         multi_processor_count=110,
     )
-    (dev,) = envinfo._gpu_devices(_fake_torch("6.2.41133", [mi250]))
+    (dev,) = collect._gpu_devices(_fake_torch("6.2.41133", [mi250]))
     assert dev["arch"] == "gfx90a" and dev["l2_cache_bytes"] is None
 
 
 def test_resolve_device():
-    assert envinfo._resolve_device("cpu", _fake_torch(None, [])) == "cpu"
-    assert envinfo._resolve_device(None, _fake_torch(None, [])) == "cpu"
+    assert collect._resolve_device("cpu", _fake_torch(None, [])) == "cpu"
+    assert collect._resolve_device(None, _fake_torch(None, [])) == "cpu"
     gpu = SimpleNamespace(name="x", total_memory=1, major=8, minor=0)
-    assert envinfo._resolve_device("cuda:1", _fake_torch(None, [gpu])) == "cuda"
+    assert collect._resolve_device("cuda:1", _fake_torch(None, [gpu])) == "cuda"
     with pytest.raises(UsageError, match="requested but no GPU"):
-        envinfo._resolve_device("cuda", _fake_torch("6.2", []))
+        collect._resolve_device("cuda", _fake_torch("6.2", []))
     with pytest.raises(UsageError, match="unknown device 'tpu'"):
-        envinfo._resolve_device("tpu", _fake_torch(None, []))
+        collect._resolve_device("tpu", _fake_torch(None, []))
 
 
 def test_collect_env_rocm_path_with_faked_gpu(monkeypatch):
@@ -311,8 +311,8 @@ def test_collect_env_rocm_path_with_faked_gpu(monkeypatch):
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: mi300)
     monkeypatch.setattr(torch.version, "hip", "6.2.41133-dd7f95766")
-    monkeypatch.setattr(envinfo, "_tool", lambda *a: None)  # no rocm-smi, no compilers
-    monkeypatch.setattr(envinfo, "_driver_fallback", lambda backend: "6.8.5")
+    monkeypatch.setattr(collect, "_tool", lambda *a: None)  # no rocm-smi, no compilers
+    monkeypatch.setattr(collect, "_driver_fallback", lambda backend: "6.8.5")
     env = collect_env()
     assert env["backend"] == "rocm" and env["device_count"] == 1
     assert env["devices"][0]["arch"] == "gfx942"
@@ -333,32 +333,32 @@ def test_profile_uses_hardware_detect(monkeypatch):
         "multi_processor_count": 132,
         "index": 0,
     }
-    got = envinfo._profile("cuda", h100)
+    got = collect._profile("cuda", h100)
     assert got["name"] == "h100-sxm" and got["message"] is None and got["matched_by"]
-    unknown = envinfo._profile("cuda", {"name": "NVIDIA GeForce RTX 4090", "arch": "sm_89"})
+    unknown = collect._profile("cuda", {"name": "NVIDIA GeForce RTX 4090", "arch": "sm_89"})
     assert unknown["name"] == "generic-gpu" and "RTX 4090" in unknown["message"]
     # a MIG slice or a cut-down part has fewer compute units: not the datasheet device
-    assert envinfo._profile("cuda", h100 | {"multi_processor_count": 16})["name"] == "generic-gpu"
+    assert collect._profile("cuda", h100 | {"multi_processor_count": 16})["name"] == "generic-gpu"
     monkeypatch.setenv("DSBENCH_PROFILE", "a100-80gb-sxm")
-    assert envinfo._profile("cuda", h100)["name"] == "a100-80gb-sxm"
+    assert collect._profile("cuda", h100)["name"] == "a100-80gb-sxm"
     monkeypatch.setitem(sys.modules, "dsbench.hardware", SimpleNamespace())  # broken install
-    broken = envinfo._profile("cpu", h100)
+    broken = collect._profile("cpu", h100)
     assert broken["name"] is None
     assert broken["message"].startswith("hardware profiles unavailable: ")
 
 
 def test_telemetry_notes(monkeypatch):
-    assert envinfo._telemetry("cpu") == ([], "no GPU in use (backend cpu)")
-    monkeypatch.setattr(envinfo, "_tool", lambda *a: None)
-    assert envinfo._telemetry("cuda") == ([], "nvidia-smi not found")
-    assert envinfo._telemetry("rocm") == ([], "rocm-smi not found")
+    assert collect._telemetry("cpu") == ([], "no GPU in use (backend cpu)")
+    monkeypatch.setattr(collect, "_tool", lambda *a: None)
+    assert collect._telemetry("cuda") == ([], "nvidia-smi not found")
+    assert collect._telemetry("rocm") == ([], "rocm-smi not found")
 
 
 def test_run_timeout_is_reported(monkeypatch):
-    monkeypatch.setattr(envinfo, "TOOL_TIMEOUT_S", 0.2)
-    out, why = envinfo._run([sys.executable, "-c", "import time; time.sleep(10)"])
+    monkeypatch.setattr(collect, "TOOL_TIMEOUT_S", 0.2)
+    out, why = collect._run([sys.executable, "-c", "import time; time.sleep(10)"])
     assert out is None and "timed out after 0.2 s" in why
-    out, why = envinfo._run(["dsbench-no-such-tool-xyz", "--version"])
+    out, why = collect._run(["dsbench-no-such-tool-xyz", "--version"])
     assert out is None and why == "dsbench-no-such-tool-xyz not found"
 
 
