@@ -59,11 +59,9 @@ from dsbench.hardware.devices import (  # noqa: F401  (re-exported)
 )
 from dsbench.hardware.parse import (  # noqa: F401  (re-exported)
     _default_dir,
-    _is_number,
     _load_default,
     _load_dir,
     _Parser,
-    _show,
     get_profile,
     load_profile_file,
     load_profiles,

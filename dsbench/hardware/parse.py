@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import importlib.resources
 import re
-import sys
 import tomllib
 from collections.abc import Mapping
 from importlib.resources.abc import Traversable
@@ -26,32 +25,11 @@ from dsbench.hardware.schema import (
     Profile,
     ProfileError,
 )
+from dsbench.values import Reader, closest, is_number, show_toml
 
 # --------------------------------------------------------------------------------------------
 # Loading and validation
 # --------------------------------------------------------------------------------------------
-
-
-def _show(value: Any) -> str:
-    """A value as it would appear in the TOML file, for error messages."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return repr(value)
-    if isinstance(value, dict):
-        return "a table"
-    if isinstance(value, list):
-        return "a list"
-    return str(value)
-
-
-def _is_number(value: Any) -> bool:
-    """An int or float that a float holds (TOML's integers have no bound); not NaN."""
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and abs(value) <= sys.float_info.max
-    )
 
 
 class _Parser:
@@ -60,36 +38,31 @@ class _Parser:
     def __init__(self, display: str, stem: str):
         self.display = display
         self.stem = stem
+        self.read = Reader(self.fail)
 
     def fail(self, field: str, problem: str) -> ProfileError:
         return ProfileError(f"{self.display}: field '{field}': {problem}")
 
     def string(self, data: Mapping[str, Any], key: str, choices: tuple[str, ...] = ()) -> str:
-        value = data[key]
-        if not isinstance(value, str) or not value.strip():
-            raise self.fail(key, f"expected a non-empty string, got {_show(value)}")
-        if choices and value not in choices:
-            raise self.fail(key, f"expected one of {', '.join(choices)}, got {_show(value)}")
-        return value
+        return self.read.string(key, data[key], choices)
 
     def figure(self, field: str, raw: Any, unit: str) -> Figure:
-        if not isinstance(raw, dict):
-            raise self.fail(
-                field, f"expected an inline table {{ value = ..., source = ... }}, got {_show(raw)}"
-            )
+        raw = self.read.table(field, raw, "an inline table { value = ..., source = ... }")
         unknown = sorted(set(raw) - set(_FIGURE_KEYS))
         if unknown:
             raise self.fail(
-                field, f"unknown key '{unknown[0]}'; valid keys: {', '.join(_FIGURE_KEYS)}"
+                field,
+                f"unknown key '{unknown[0]}'{closest(unknown[0], _FIGURE_KEYS)}; "
+                f"valid keys: {', '.join(_FIGURE_KEYS)}",
             )
         source = raw.get("source")
         if not isinstance(source, str) or not source.strip():
-            raise self.fail(field, f"expected a non-empty string in 'source', got {_show(source)}")
+            raise self.read.expected(field, "a non-empty string in 'source'", source)
         value, na, measured = raw.get("value"), raw.get("na"), raw.get("measured", False)
         if not isinstance(measured, bool):
-            raise self.fail(field, f"expected true or false in 'measured', got {_show(measured)}")
+            raise self.read.expected(field, "true or false in 'measured'", measured)
         if na is not None and (not isinstance(na, str) or not na.strip()):
-            raise self.fail(field, f"expected a reason string in 'na', got {_show(na)}")
+            raise self.read.expected(field, "a reason string in 'na'", na)
         given = {"value": value is not None, "na": na is not None, "measured": measured}
         states = [state for state, present in given.items() if present]
         if not states:
@@ -97,67 +70,49 @@ class _Parser:
         if len(states) > 1:
             raise self.fail(field, f"has both '{states[0]}' and '{states[1]}'; give only one")
         if value is not None:
-            if not _is_number(value):
-                raise self.fail(field, f"expected a number in 'value', got {_show(value)}")
-            if value <= 0:
-                raise self.fail(field, f"expected a positive number in 'value', got {_show(value)}")
-            value = float(value)
+            if not is_number(value):
+                raise self.read.expected(field, "a number in 'value'", value)
+            value = self.read.positive(field, value, "a positive number in 'value'")
         return Figure(value=value, source=source, na=na, measured=measured, unit=unit)
 
-    def parse(self, data: dict[str, Any], path: str) -> Profile:
-        valid = {*_REQUIRED, *_OPTIONAL, *FIGURES, "peak_tflops"}
-        for key in data:
-            if key not in valid:
-                raise self.fail(key, f"unknown field; valid: {', '.join(sorted(valid))}")
-        for key in (*_REQUIRED, *FIGURES, "peak_tflops"):
-            if key not in data:
-                raise self.fail(key, "missing")
-
-        name = self.string(data, "name")
-        if name != self.stem:
-            raise self.fail("name", f"must equal the file name '{self.stem}', got {_show(name)}")
-        detect = data["detect"]
-        if not isinstance(detect, bool):
-            raise self.fail("detect", f"expected true or false, got {_show(detect)}")
-        patterns = data["device_patterns"]
-        if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
-            raise self.fail("device_patterns", f"expected a list of strings, got {_show(patterns)}")
-        backend = self.string(data, "backend", BACKENDS)
-        if backend == "any" and detect:
-            raise self.fail("backend", "'any' is only for fallback profiles with 'detect = false'")
+    def check_patterns(self, patterns: list[str], detect: bool) -> None:
+        """``device_patterns``: regexes (case-insensitive); at least one when ``detect``."""
         if detect and not patterns:
             raise self.fail("device_patterns", "empty, but 'detect = true' needs a pattern")
         for pattern in patterns:
             try:
                 re.compile(pattern, re.IGNORECASE)
             except re.error as exc:
-                raise self.fail("device_patterns", f"bad regex {_show(pattern)}: {exc}") from None
+                raise self.fail(
+                    "device_patterns", f"bad regex {show_toml(pattern)}: {exc}"
+                ) from None
 
+    def parse(self, data: dict[str, Any], path: str) -> Profile:
+        self.read.known(data, sorted({*_REQUIRED, *_OPTIONAL, *FIGURES, "peak_tflops"}))
+        for key in (*_REQUIRED, *FIGURES, "peak_tflops"):
+            if key not in data:
+                raise self.fail(key, "missing")
+        name = self.string(data, "name")
+        if name != self.stem:
+            raise self.fail(
+                "name", f"must equal the file name '{self.stem}', got {show_toml(name)}"
+            )
+        detect = self.read.boolean("detect", data["detect"])
+        patterns = self.read.strings("device_patterns", data["device_patterns"])
+        backend = self.string(data, "backend", BACKENDS)
+        if backend == "any" and detect:
+            raise self.fail("backend", "'any' is only for fallback profiles with 'detect = false'")
+        self.check_patterns(patterns, detect)
         memory_range = data.get("memory_range_gib")
         if memory_range is not None:
-            if not (
-                isinstance(memory_range, list)
-                and len(memory_range) == 2
-                and all(_is_number(x) and x >= 0 for x in memory_range)
-                and memory_range[0] < memory_range[1]
-            ):
-                raise self.fail(
-                    "memory_range_gib",
-                    f"expected [low, high] with 0 <= low < high, got {_show(memory_range)}",
-                )
-            memory_range = (float(memory_range[0]), float(memory_range[1]))
+            memory_range = self.read.pair(
+                "memory_range_gib", memory_range, "[low, high] with 0 <= low < high", strict=True
+            )
         notes = data.get("notes", "")
         if not isinstance(notes, str):
-            raise self.fail("notes", f"expected a string, got {_show(notes)}")
-
-        peaks_raw = data["peak_tflops"]
-        if not isinstance(peaks_raw, dict):
-            raise self.fail("peak_tflops", f"expected a table, got {_show(peaks_raw)}")
-        for key in peaks_raw:
-            if key not in PEAK_KEYS:
-                raise self.fail(
-                    f"peak_tflops.{key}", f"unknown field; valid: {', '.join(PEAK_KEYS)}"
-                )
+            raise self.read.expected("notes", "a string", notes)
+        peaks_raw = self.read.table("peak_tflops", data["peak_tflops"])
+        self.read.known(peaks_raw, PEAK_KEYS, "peak_tflops.")
         for key in PEAK_KEYS:
             if key not in peaks_raw:
                 raise self.fail(f"peak_tflops.{key}", "missing")

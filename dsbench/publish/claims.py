@@ -104,8 +104,8 @@ from typing import Any
 
 from dsbench import compare, records
 from dsbench.errors import UsageError, choices_message
-from dsbench.hardware import _is_number, _show  # TOML numbers and values, as hardware reads them
 from dsbench.results import CLAIMS_DIR, Run, default_results_dir
+from dsbench.values import Reader, is_number, show_toml
 
 SCHEMA = "dsbench-claims"
 SCHEMA_VERSION = 1
@@ -269,17 +269,13 @@ class Claim:
 class _Parser:
     def __init__(self, display: str):
         self.display = display
+        self.read = Reader(self.fail)
 
     def fail(self, where: str, problem: str) -> ClaimError:
         return ClaimError(f"{self.display}: {where}: {problem}")
 
     def keys(self, data: Mapping, valid: set[str], where: str) -> None:
-        for key in data:
-            if key not in valid:
-                raise self.fail(
-                    f"{where}{key}" if where else key,
-                    f"unknown field; valid: {', '.join(sorted(valid))}",
-                )
+        self.read.known(data, sorted(valid), where)
 
     def string(self, data: Mapping, key: str, where: str, required: bool = True) -> str:
         if key not in data:
@@ -288,7 +284,7 @@ class _Parser:
             return ""
         value = data[key]
         if not isinstance(value, str) or (required and not value.strip()):
-            raise self.fail(f"{where}{key}", f"expected a non-empty string, got {_show(value)}")
+            raise self.read.expected(f"{where}{key}", "a non-empty string", value)
         return value
 
     def table(self, data: Mapping, key: str, where: str, required: bool = True) -> dict:
@@ -296,15 +292,12 @@ class _Parser:
             if required:
                 raise self.fail(f"{where}{key}", "missing")
             return {}
-        value = data[key]
-        if not isinstance(value, dict):
-            raise self.fail(f"{where}{key}", f"expected a table, got {_show(value)}")
-        return value
+        return self.read.table(f"{where}{key}", data[key])
 
     def scenario(self, raw: dict, where: str) -> dict:
         for key, value in raw.items():
             if not isinstance(value, str | int | float) or isinstance(value, bool):
-                raise self.fail(f"{where}{key}", f"expected a string or number, got {_show(value)}")
+                raise self.read.expected(f"{where}{key}", "a string or number", value)
         return dict(raw)
 
     def pattern(self, raw: Mapping, where: str, known: Iterable[str], whose: str) -> dict:
@@ -317,21 +310,19 @@ class _Parser:
                 )
             values = value if isinstance(value, list) else [value]
             if not values or not all(isinstance(v, str | int | float) for v in values):
-                raise self.fail(
-                    f"{where}params.{key}",
-                    f"expected a value or a list of values, got {_show(value)}",
+                raise self.read.expected(
+                    f"{where}params.{key}", "a value or a list of values", value
                 )
         return params
 
     def side(self, raw: Any, where: str) -> ClaimSide:
-        if not isinstance(raw, dict):
-            raise self.fail(where, f"expected an inline table {{ label = ... }}, got {_show(raw)}")
+        self.read.table(where, raw, "an inline table { label = ... }")
         self.keys(raw, _SIDE, f"{where}.")
         label = self.string(raw, "label", f"{where}.")
         text = self.string(raw, "text", f"{where}.", required=False)
         value = raw.get("value")
-        if value is not None and not _is_number(value):
-            raise self.fail(f"{where}.value", f"expected a number, got {_show(value)}")
+        if value is not None and not is_number(value):
+            raise self.read.expected(f"{where}.value", "a number", value)
         qualifier = self.string(raw, "qualifier", f"{where}.", required=False)
         if qualifier and qualifier not in QUALIFIERS:
             raise self.fail(
@@ -368,9 +359,8 @@ class _Parser:
         if fld not in FIELDS and not (
             fld.startswith(MEMORY_FIELD) and len(fld) > len(MEMORY_FIELD)
         ):
-            raise self.fail(
-                f"{where}field",
-                f"expected one of {', '.join(FIELDS)} or memory.<key>, got {_show(fld)}",
+            raise self.read.expected(
+                f"{where}field", f"one of {', '.join(FIELDS)} or memory.<key>", fld
             )
         selectors = {}
         for side in ("baseline", "contender"):
@@ -381,7 +371,7 @@ class _Parser:
             selectors[side] = text
         run = raw.get("run", [])
         if not isinstance(run, list) or not all(isinstance(r, str) and r.strip() for r in run):
-            raise self.fail(f"{where}run", f"expected a list of commands, got {_show(run)}")
+            raise self.read.expected(f"{where}run", "a list of commands", run)
         modelled = None
         if "modelled" in raw:
             spec = self.table(raw, "modelled", where)
@@ -400,9 +390,7 @@ class _Parser:
                 ):
                     kinds = " or ".join(sorted(t.__name__ for t in types[key]))
                     kinds = kinds.replace("int", "int in [0, 2**63)")
-                    raise self.fail(
-                        f"{where}modelled.params.{key}", f"expected {kinds}, got {_show(value)}"
-                    )
+                    raise self.read.expected(f"{where}modelled.params.{key}", kinds, value)
             if bench.work_of is None:
                 raise self.fail(f"{where}modelled", f"benchmark {name} cannot be modelled")
             profiles = {}
@@ -437,7 +425,7 @@ class _Parser:
         rows = raw.get("row", [])
         rows = [rows] if isinstance(rows, str) else rows
         if not isinstance(rows, list) or not all(isinstance(r, str) for r in rows):
-            raise self.fail(f"{where}row", f"expected a row name or a list, got {_show(rows)}")
+            raise self.read.expected(f"{where}row", "a row name or a list", rows)
         for name in rows:
             if name not in SOAK_ROWS:
                 raise self.fail(f"{where}row", choices_message("soak row", name, SOAK_ROWS))
@@ -447,14 +435,13 @@ class _Parser:
         return SoakSpec(show, tuple(rows), dict(params), self.string(raw, "note", where, False))
 
     def claim(self, raw: Any, index: int, file_fields: dict) -> Claim:
-        if not isinstance(raw, dict):
-            raise self.fail(f"claims[{index}]", f"expected a table, got {_show(raw)}")
+        self.read.table(f"claims[{index}]", raw)
         where = f"claims[{index}]."
         self.keys(raw, _CLAIM, where)
         cid = self.string(raw, "id", where)
         if not _ID.match(cid):
             raise self.fail(
-                f"{where}id", f"expected lowercase letters, digits and '-', got {_show(cid)}"
+                f"{where}id", f"expected lowercase letters, digits and '-', got {show_toml(cid)}"
             )
         where = f"claims[{index}] '{cid}': "
         form = self.string(raw, "form", where, required=False) or "table"
@@ -468,16 +455,11 @@ class _Parser:
         baseline = self.side(raw.get("baseline"), f"{where}baseline")
         contender = self.side(raw.get("contender"), f"{where}contender")
         ratio = raw.get("claimed_ratio")
-        if ratio is not None and not (_is_number(ratio) and ratio > 0):
-            raise self.fail(
-                f"{where}claimed_ratio", f"expected a positive number, got {_show(ratio)}"
-            )
+        if ratio is not None:
+            ratio = self.read.positive(f"{where}claimed_ratio", ratio)
         rng = raw.get("claimed_range")
         if rng is not None:
-            if not (isinstance(rng, list) and len(rng) == 2 and all(_is_number(x) for x in rng)
-                    and 0 <= rng[0] <= rng[1]):  # fmt: skip
-                raise self.fail(f"{where}claimed_range", f"expected [low, high], got {_show(rng)}")
-            rng = (float(rng[0]), float(rng[1]))
+            rng = self.read.pair(f"{where}claimed_range", rng, "[low, high]")
         if ratio is not None and rng is not None:
             raise self.fail(
                 f"{where}claimed_ratio", "give claimed_ratio or claimed_range, not both"
@@ -514,7 +496,7 @@ class _Parser:
             baseline=baseline,
             contender=contender,
             claimed_change=self.string(raw, "claimed_change", where, required=False),
-            claimed_ratio_given=None if ratio is None else float(ratio),
+            claimed_ratio_given=ratio,
             claimed_range=rng,
             ratio_basis=self.string(raw, "ratio_basis", where, required=False),
             quote=self.string(raw, "quote", where, required=False),
@@ -525,12 +507,12 @@ class _Parser:
     def parse(self, data: dict, stem: str) -> list[Claim]:
         self.keys(data, _TOP, "")
         if data.get("schema") != SCHEMA:
-            raise self.fail("schema", f'expected "{SCHEMA}", got {_show(data.get("schema"))}')
+            raise self.read.expected("schema", f'"{SCHEMA}"', data.get("schema"))
         version = data.get("schema_version")
         if version != SCHEMA_VERSION:
             raise self.fail(
                 "schema_version",
-                f"this dsbench reads version {SCHEMA_VERSION}, got {_show(version)}",
+                f"this dsbench reads version {SCHEMA_VERSION}, got {show_toml(version)}",
             )
         source = self.table(data, "source", "")
         self.keys(source, _SOURCE, "source.")
@@ -701,7 +683,7 @@ def _row_field(row: dict, metric: str, fld: str) -> float | None:
         if entry is None and row.get("metric") == metric:
             entry = {"value": row.get("value"), "pct_of_peak": row.get("pct_of_peak")}
         value = (entry or {}).get(fld)
-    return float(value) if _is_number(value) else None
+    return float(value) if is_number(value) else None
 
 
 def _field_direction(claim: Claim) -> str:
