@@ -287,107 +287,141 @@ def _ring(
     ``final[j]``: where segment j's result goes (only ``final[ring.rank]`` is needed without
     ``gather``). All segments are non-empty; they may differ in size by one element.
     """
-    import torch
-
-    from dsbench.kernels import registry
-
     if chunk_bytes < 1 or depth < 1:
         raise ValueError(
             f"ring: chunk_bytes and depth must be positive, got {chunk_bytes}, {depth}"
         )
-    n, r = ring.size, ring.rank
-    sizes = [t.numel() for t in contrib]
-    chunk_elems = max(1, chunk_bytes // contrib[0].element_size())
-    # one chunk count for every segment, never more chunks than the smallest has elements
-    chunks = max(1, min(-(-max(sizes) // chunk_elems), min(sizes)))
-    cuts = {m: _split(m, chunks) for m in set(sizes)}
-    longest = max(c[k + 1] - c[k] for c in cuts.values() for k in range(chunks))
-
-    def piece(t: torch.Tensor, j: int, k: int) -> torch.Tensor:
-        c = cuts[sizes[j]]
-        return t[c[k] : c[k + 1]]
-
-    rs_steps = n - 1 if reduce else 0
-    steps = rs_steps + (n - 1 if gather else 0)
-    # units (window, step, slot) in this order; chunk k = window * depth + slot
-    units = [
-        (w, g, p)
-        for w in range(-(-chunks // depth))
-        for g in range(steps)
-        for p in range(min(depth, chunks - w * depth))
-    ]
-
+    pipeline = _Pipeline(ring, contrib, final, reduce=reduce, gather=gather, depth=depth)
+    pipeline.chunk(chunk_bytes)
     if reduce:
-        x = contrib[0]
+        pipeline.reduce_buffers(fp32_partials)
+    pipeline.run()
+
+
+class _Pipeline:
+    """One ring collective: its chunks, its partial-sum slots and its schedule of units.
+
+    A unit is (window, step, slot): chunk k = window * depth + slot goes one hop at ``step``.
+    Steps ``0 .. rs_steps - 1`` reduce-scatter, the rest all-gather.
+    """
+
+    def __init__(self, ring: _Ring, contrib: list, final: list, *, reduce, gather, depth):
+        self.ring, self.contrib, self.final, self.depth = ring, contrib, final, depth
+        self.sizes = [t.numel() for t in contrib]
+        self.rs_steps = ring.size - 1 if reduce else 0
+        self.steps = self.rs_steps + (ring.size - 1 if gather else 0)
+
+    def chunk(self, chunk_bytes: int) -> None:
+        """Cut every segment into the same number of chunks and list the units in order."""
+        sizes, depth = self.sizes, self.depth
+        chunk_elems = max(1, chunk_bytes // self.contrib[0].element_size())
+        # one chunk count for every segment, never more chunks than the smallest has elements
+        chunks = self.chunks = max(1, min(-(-max(sizes) // chunk_elems), min(sizes)))
+        self.cuts = {m: _split(m, chunks) for m in set(sizes)}
+        # units (window, step, slot) in this order; chunk k = window * depth + slot
+        self.units = [
+            (w, g, p)
+            for w in range(-(-chunks // depth))
+            for g in range(self.steps)
+            for p in range(min(depth, chunks - w * depth))
+        ]
+
+    def reduce_buffers(self, fp32_partials: bool) -> None:
+        """The partial-sum slots and the ``reduce_add`` implementation."""
+        import torch
+
+        from dsbench.kernels import registry
+
+        n, x, chunks = self.ring.size, self.contrib[0], self.chunks
+        longest = max(c[k + 1] - c[k] for c in self.cuts.values() for k in range(chunks))
         half = x.dtype in (torch.float16, torch.bfloat16)
         acc_dtype = torch.float32 if half and fp32_partials else x.dtype
-        add = registry.get("reduce_add").load()
+        self.add = registry.get("reduce_add").load()
         # depth chunk-sized slots per step parity: slot p of parity t % 2 receives step t's chunk
         # and holds the partial until step t+1 has sent it; step 0 brings raw input (x.dtype)
         need_acc = n > 2 or acc_dtype == x.dtype
-        slots = min(depth, chunks)
-        acc = [
+        slots = min(self.depth, chunks)
+        self.acc = [
             torch.empty((slots, longest), dtype=acc_dtype, device=x.device)
             for _ in range((2 if n > 2 else 1) if need_acc else 0)
         ]
-        raw = acc[0] if acc and acc_dtype == x.dtype else x.new_empty(slots, longest)
+        self.raw = self.acc[0] if self.acc and acc_dtype == x.dtype else x.new_empty(slots, longest)
 
-    def slot(buf: torch.Tensor, p: int, j: int, k: int) -> torch.Tensor:
-        return buf[p, : cuts[sizes[j]][k + 1] - cuts[sizes[j]][k]]
+    # -- views of chunk k of segment j ----------------------------------------------------------
 
-    def rs_send(t: int, k: int, p: int) -> torch.Tensor:
-        j = (r - t - 1) % n
-        return piece(contrib[j], j, k) if t == 0 else slot(acc[(t - 1) % 2], p, j, k)
+    def piece(self, t: torch.Tensor, j: int, k: int) -> torch.Tensor:
+        c = self.cuts[self.sizes[j]]
+        return t[c[k] : c[k + 1]]
 
-    def rs_recv(t: int, k: int, p: int) -> torch.Tensor:
-        j = (r - t - 2) % n
-        return slot(raw if t == 0 else acc[t % 2], p, j, k)
+    def slot(self, buf: torch.Tensor, p: int, j: int, k: int) -> torch.Tensor:
+        c = self.cuts[self.sizes[j]]
+        return buf[p, : c[k + 1] - c[k]]
 
-    def rs_done(t: int, k: int, p: int) -> None:
-        j = (r - t - 2) % n
-        got, mine = rs_recv(t, k, p), piece(contrib[j], j, k)
-        if t == rs_steps - 1:  # j == r: the owner adds the last partial and rounds once
-            out = piece(final[j], j, k)
+    # -- reduce-scatter step t: send a partial, receive the next, add this rank's input ---------
+
+    def rs_send(self, t: int, k: int, p: int) -> torch.Tensor:
+        j = (self.ring.rank - t - 1) % self.ring.size
+        return (
+            self.piece(self.contrib[j], j, k)
+            if t == 0
+            else self.slot(self.acc[(t - 1) % 2], p, j, k)
+        )
+
+    def rs_recv(self, t: int, k: int, p: int) -> torch.Tensor:
+        j = (self.ring.rank - t - 2) % self.ring.size
+        return self.slot(self.raw if t == 0 else self.acc[t % 2], p, j, k)
+
+    def rs_done(self, t: int, k: int, p: int) -> None:
+        j = (self.ring.rank - t - 2) % self.ring.size
+        got, mine = self.rs_recv(t, k, p), self.piece(self.contrib[j], j, k)
+        if t == self.rs_steps - 1:  # j == r: the owner adds the last partial and rounds once
+            out = self.piece(self.final[j], j, k)
             if out.data_ptr() != mine.data_ptr():
                 out.copy_(mine)
-            add(out, got)
+            self.add(out, got)
             return
-        partial = slot(acc[t % 2], p, j, k)
+        partial = self.slot(self.acc[t % 2], p, j, k)
         if partial.data_ptr() != got.data_ptr():  # half input, step 0: widen to fp32 first
             partial.copy_(got)
-        add(partial, mine)
+        self.add(partial, mine)
 
-    def ag(s: int, k: int, shift: int) -> torch.Tensor:
-        j = (r - s - shift) % n
-        return piece(final[j], j, k)
+    # -- all-gather step s: forward the finished chunk ------------------------------------------
 
-    def post(i: int) -> tuple:
-        w, g, p = units[i]
-        k = w * depth + p
-        if g < rs_steps:
-            send, recv = rs_send(g, k, p), rs_recv(g, k, p)
+    def ag(self, s: int, k: int, shift: int) -> torch.Tensor:
+        j = (self.ring.rank - s - shift) % self.ring.size
+        return self.piece(self.final[j], j, k)
+
+    # -- schedule -------------------------------------------------------------------------------
+
+    def post(self, i: int) -> tuple:
+        w, g, p = self.units[i]
+        k = w * self.depth + p
+        if g < self.rs_steps:
+            send, recv = self.rs_send(g, k, p), self.rs_recv(g, k, p)
         else:
-            send, recv = ag(g - rs_steps, k, 0), ag(g - rs_steps, k, 1)
-        return (w, g, p), ring.exchange(send, recv)
+            send, recv = self.ag(g - self.rs_steps, k, 0), self.ag(g - self.rs_steps, k, 1)
+        return (w, g, p), self.ring.exchange(send, recv)
 
-    # Post in unit order, at most `depth` in flight, a unit only once the unit it forwards
-    # (same chunk, previous step) has been processed; process in the same order.
-    inflight: deque = deque()
-    nxt = processed = 0
-    while processed < len(units):
-        while nxt < len(units) and len(inflight) < depth:
-            w, g, _ = units[nxt]
-            width = min(depth, chunks - w * depth)
-            if g > 0 and nxt - width >= processed:
-                break
-            inflight.append(post(nxt))
-            nxt += 1
-        (w, g, p), works = inflight.popleft()
-        for work in works:
-            work.wait()
-        if g < rs_steps:
-            rs_done(g, w * depth + p, p)
-        processed += 1
+    def run(self) -> None:
+        """Post in unit order, at most ``depth`` in flight, a unit only once the unit it
+        forwards (same chunk, previous step) has been processed; process in the same order."""
+        units, depth, chunks = self.units, self.depth, self.chunks
+        inflight: deque = deque()
+        nxt = processed = 0
+        while processed < len(units):
+            while nxt < len(units) and len(inflight) < depth:
+                w, g, _ = units[nxt]
+                width = min(depth, chunks - w * depth)
+                if g > 0 and nxt - width >= processed:
+                    break
+                inflight.append(self.post(nxt))
+                nxt += 1
+            (w, g, p), works = inflight.popleft()
+            for work in works:
+                work.wait()
+            if g < self.rs_steps:
+                self.rs_done(g, w * depth + p, p)
+            processed += 1
 
 
 def _check_reducible(op: str, tensor: torch.Tensor, impl: str = "ring") -> None:
