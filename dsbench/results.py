@@ -32,7 +32,6 @@ import json
 import os
 import re
 import socket
-import sys
 import tempfile
 import uuid
 from collections.abc import Callable
@@ -45,7 +44,7 @@ from dsbench.errors import UsageError
 
 SCHEMA = "dsbench-result"
 SCHEMA_VERSION = 3
-STATUSES = ("ok", "failed", "skipped", "interrupted")
+STATUSES = records.STATUSES
 DIRECTIONS = records.DIRECTIONS
 SOURCES = ("dsbench", "asv")
 """Which tool measured a run (``doc["source"]``, schema 2 on): ``dsbench run`` writes
@@ -86,7 +85,6 @@ REQUIRED_RUN_FIELDS = {
 OPTIONAL_RUN_FIELDS = {"label": str, "suite": str, "purpose": str, "profile": dict,
                        "launches": list}  # fmt: skip
 """Absent or null, or of this type: selectors, compare and publish read them."""
-REQUIRED_BENCH_FIELDS = {"id": str, "name": str, "params": dict, "status": str}
 ASV_DIR = "asv"
 ASV_HTML_DIR = "asv-html"
 """``asv publish`` writes its site here (``html_dir`` in asv.conf.json); its JSON is not ours."""
@@ -166,8 +164,9 @@ def _json_default(obj):
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
-def validate(doc: dict, where: str) -> None:
-    """Check the fields every reader relies on; raise ResultFileError naming the first problem."""
+def validate(doc: dict, where: str) -> list[records.Row]:
+    """Check the fields every reader relies on; raise ResultFileError naming the first problem.
+    Returns the rows, typed."""
     for key, typ in (REQUIRED_RUN_FIELDS | OPTIONAL_RUN_FIELDS).items():
         if key in OPTIONAL_RUN_FIELDS and doc.get(key) is None:
             continue
@@ -188,89 +187,22 @@ def validate(doc: dict, where: str) -> None:
         and isinstance(stopped.get("finished"), int)
     ):
         raise ResultFileError(f"{where}: 'interrupted' is not {{signal, finished}}")
+    rows = []
     for i, row in enumerate(doc["benchmarks"]):
-        if not isinstance(row, dict):
-            raise ResultFileError(f"{where}: benchmarks[{i}] is not an object")
-        for key, typ in REQUIRED_BENCH_FIELDS.items():
-            if not isinstance(row.get(key), typ):
-                raise ResultFileError(
-                    f"{where}: benchmarks[{i}] field '{key}' missing or not {typ.__name__}"
-                )
-        if row["status"] not in STATUSES:
-            raise ResultFileError(
-                f"{where}: benchmarks[{i}] status '{row['status']}' is not one "
-                f"of {', '.join(STATUSES)}"
-            )
-        if not isinstance(row.get("unit", ""), str):
-            raise ResultFileError(f"{where}: benchmarks[{i}] field 'unit' is not a string")
-        if row["status"] == "ok":
-            _check_measurement(row, f"{where}: benchmarks[{i}]")
+        try:
+            rows.append(records.Row.from_json(row))
+        except records.RecordError as exc:
+            raise ResultFileError(f"{where}: benchmarks[{i}] {exc}") from None
+    return rows
 
 
-def _is_number(x) -> bool:
-    """A finite int or float (JSON's integers can be too large for a float)."""
-    return isinstance(x, int | float) and not isinstance(x, bool) and abs(x) <= sys.float_info.max
-
-
-def _check_measurement(row: dict, where: str) -> None:
-    """An ``ok`` row carries what compare and publish compute with: a finite value, a
-    direction, the summary statistics and (if kept) numeric samples."""
-    from dsbench.stats import Summary
-
-    if not _is_number(row.get("value")):
-        raise ResultFileError(f"{where} is ok but 'value' is missing or not a finite number")
-    if "unit" not in row:
-        raise ResultFileError(f"{where} is ok but has no 'unit'")
-    if row.get("direction") not in DIRECTIONS:
-        raise ResultFileError(
-            f"{where} direction '{row.get('direction')}' is not one of {', '.join(DIRECTIONS)}"
-        )
-    stats = row.get("stats")
-    if not isinstance(stats, dict):
-        raise ResultFileError(f"{where} is ok but 'stats' is missing or not an object")
-    for key in Summary.__dataclass_fields__:
-        if not (_is_number(stats.get(key)) or isinstance(stats.get(key), bool)):
-            raise ResultFileError(f"{where} stats '{key}' missing or not a finite number")
-    samples = row.get("samples")
-    if samples is not None and not (
-        isinstance(samples, list) and all(_is_number(x) for x in samples)
-    ):
-        raise ResultFileError(f"{where} 'samples' is not a list of finite numbers")
-    rounds = row.get("rounds")
-    if rounds is None:
-        return
-    ok = isinstance(rounds, list) and all(
-        isinstance(r, dict)
-        and isinstance(r.get("launch"), int)
-        and isinstance(r.get("n"), int)
-        and r["launch"] >= 0
-        and r["n"] >= 1
-        for r in rounds
-    )
-    if not ok:
-        raise ResultFileError(f"{where} 'rounds' is not a list of {{launch, n}} counts")
-    if sum(r["n"] for r in rounds) != len(samples or []):
-        raise ResultFileError(
-            f"{where} 'rounds' counts {sum(r['n'] for r in rounds)} samples but "
-            f"'samples' has {len(samples or [])}"
-        )
-
-
-def row_rounds(row: dict, unit: str = "launch") -> list[list[float]]:
-    """The row's samples split into rounds: per launch (``unit="launch"``, the unit of evidence
-    between runs) or per recorded round (``"round"``, between cases timed in alternating
-    rounds of one launch). A row without samples is one round of one value."""
-    samples = row.get("samples")
-    if not samples:
-        return [[row["value"]]]
-    rounds = row.get("rounds") or [{"launch": 0, "n": len(samples)}]
-    out: dict[tuple, list[float]] = {}
-    start = 0
-    for i, r in enumerate(rounds):
-        key = (r["launch"],) if unit == "launch" else (r["launch"], i)
-        out.setdefault(key, []).extend(samples[start : start + r["n"]])
-        start += r["n"]
-    return list(out.values())
+def row_rounds(row: records.Row | dict, unit: str = "launch") -> list[list[float]]:
+    """The row's samples split into rounds (:func:`dsbench.records.split_rounds`); ``row`` a
+    :class:`~dsbench.records.Row` or its JSON."""
+    if isinstance(row, records.Row):
+        return row.round_samples(unit)
+    rounds = [(r["launch"], r["n"]) for r in row["rounds"]] if row.get("rounds") else None
+    return records.split_rounds(row.get("value"), row.get("samples"), rounds, unit)
 
 
 def migrate(doc: dict, where: str) -> dict:
@@ -300,6 +232,7 @@ class Run:
     doc: dict
     migrated_from: int | None = None
     _fields: dict | None = field(default=None, repr=False)
+    _rows: dict[str, records.Row] | None = field(default=None, repr=False)
 
     @property
     def id(self) -> str:
@@ -324,7 +257,15 @@ class Run:
 
     @property
     def benchmarks(self) -> dict[str, dict]:
+        """The rows' JSON by id."""
         return {row["id"]: row for row in self.doc["benchmarks"]}
+
+    @property
+    def rows(self) -> dict[str, records.Row]:
+        """The rows by id, typed (keyed like :attr:`benchmarks`)."""
+        if self._rows is None:
+            self._rows = {r.id: r for r in map(records.Row.from_json, self.doc["benchmarks"])}
+        return self._rows
 
     @property
     def fields(self) -> dict[str, str | None]:
@@ -360,8 +301,9 @@ def read_run(path: Path | str) -> Run:
         raise ResultFileError(f'{path}: not a dsbench result file (no "schema": "{SCHEMA}")')
     original = doc.get("schema_version")
     doc = migrate(doc, str(path))
-    validate(doc, str(path))
-    return Run(path=path, doc=doc, migrated_from=original if original != SCHEMA_VERSION else None)
+    rows = validate(doc, str(path))
+    return Run(path=path, doc=doc, migrated_from=original if original != SCHEMA_VERSION else None,
+               _rows={r.id: r for r in rows})  # fmt: skip
 
 
 def is_asv_file(path: Path, root: Path) -> bool:

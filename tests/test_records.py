@@ -1,0 +1,122 @@
+"""Typed result records (dsbench.records): every row of every committed result file, and every
+claim check, survives ``from_json`` -> ``to_json`` unchanged, key order included."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import json
+import pickle
+from pathlib import Path
+
+import pytest
+
+from dsbench import records, results
+from dsbench.records import UNSET, ClaimCheck, MetricValue, Peak, RecordError, Round, Row
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+
+
+def committed_rows() -> list[tuple[str, dict]]:
+    out = []
+    for path in sorted(RESULTS.rglob("*.json")):
+        if results.is_foreign_file(path, RESULTS):
+            continue
+        doc = json.loads(path.read_text())
+        out += [(f"{path.name}[{i}]", row) for i, row in enumerate(doc["benchmarks"])]
+    return out
+
+
+def test_every_committed_row_round_trips():
+    rows = committed_rows()
+    assert len(rows) > 300
+    for where, raw in rows:
+        out = Row.from_json(raw).to_json()
+        assert out == raw, where
+        assert json.dumps(out) == json.dumps(raw), where  # key order too
+
+
+def test_rows_read_typed():
+    (_, raw), *_ = [r for r in committed_rows() if "metrics" in r[1]]
+    row = Row.from_json(raw)
+    assert row.ok and row.direction in records.DIRECTIONS
+    assert all(isinstance(r, Round) for r in row.rounds)
+    assert all(isinstance(m, MetricValue) for m in row.metrics.values())
+    assert row.peak is None or isinstance(row.peak, Peak)
+    assert row.round_samples() == results.row_rounds(raw)
+    assert row.error is UNSET and not row.error and row.message == ""
+
+
+def test_built_row_is_in_declaration_order_and_absent_fields_stay_absent():
+    row = Row(id="x[a=1]", name="x", params={"a": 1}, status="failed", error="boom",
+              metric="time", unit="ms", direction=records.LOWER)  # fmt: skip
+    assert list(row.to_json()) == ["id", "name", "params", "status", "error", "metric", "unit",
+                                   "direction"]  # fmt: skip
+    assert row.message == "boom"
+    with_none = dataclasses.replace(row, pct_of_peak=None)
+    assert with_none.to_json()["pct_of_peak"] is None  # null stays apart from absent
+    assert Row.from_json(with_none.to_json()) == with_none
+
+
+def test_unknown_fields_are_kept():
+    raw = {"id": "a", "name": "a", "params": {}, "status": "skipped", "reason": "no GPU",
+           "new_field": [1, 2], "direction": "sideways"}  # fmt: skip
+    row = Row.from_json(raw)
+    assert row.extra == {"new_field": [1, 2]} and row.get("new_field") == [1, 2]
+    assert row.get("reason") == "no GPU" and row.get("value", 0) == 0
+    assert row.to_json() == raw and list(row.to_json()) == list(raw)
+
+
+@pytest.mark.parametrize(
+    "change, why",
+    [
+        ({"id": 3}, "field 'id' missing or not str"),
+        ({"status": "great"}, "status 'great' is not one of ok, failed, skipped, interrupted"),
+        ({"value": float("inf")}, "'value' is missing or not a finite number"),
+        ({"direction": "up"}, "direction 'up' is not one of higher, lower"),
+        ({"rounds": [{"launch": 0, "n": 2}]}, "'rounds' counts 2 samples but 'samples' has 1"),
+        ({"peak": 3}, "field 'peak' is not an object"),
+    ],
+)
+def test_bad_rows_name_the_field(change, why):
+    raw = {"id": "a", "name": "a", "params": {}, "status": "ok", "metric": "time", "unit": "ms",
+           "direction": "lower", "value": 1.0, "samples": [1.0],
+           "stats": dict.fromkeys(records.SUMMARY_FIELDS, 1.0)}  # fmt: skip
+    Row.from_json(raw)
+    with pytest.raises(RecordError, match=why.replace("(", r"\(")):
+        Row.from_json(raw | change)
+
+
+def test_summary_fields_match_stats():
+    from dsbench.stats import Summary
+
+    assert tuple(Summary.__dataclass_fields__) == records.SUMMARY_FIELDS
+    assert records.STATUSES == results.STATUSES
+
+
+def test_unset_is_one_falsy_value_across_processes():
+    assert pickle.loads(pickle.dumps(UNSET)) is UNSET is records.Unset()
+    assert not UNSET and repr(UNSET) == "UNSET"
+    row = Row(id="a", name="a", params={}, status="ok", value=1.0)
+    assert pickle.loads(pickle.dumps(row)) == row
+
+
+def test_claim_checks_round_trip():
+    from dsbench.asv_results import load_all_runs
+    from dsbench.publish import claims
+
+    found = claims.check(claims.load_claims(RESULTS / "claims"), load_all_runs(RESULTS))
+    assert found
+    for entry in found:
+        check = ClaimCheck.from_json(entry)
+        assert check.claim == entry["claim"] and check.decision == entry["decision"]
+        out = check.to_json()
+        assert out == entry and list(out) == list(entry)
+        assert not check.extra  # every field check() writes is declared
+
+
+def test_records_import_nothing_from_dsbench():
+    tree = ast.parse(Path(records.__file__).read_text())
+    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert not {m for m in imported if m.split(".")[0] in ("dsbench", "torch")}
