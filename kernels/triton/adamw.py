@@ -53,6 +53,7 @@ multi-tensor-apply chunking of NVIDIA Apex / DeepSpeed's fused Adam.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 import triton
@@ -106,33 +107,17 @@ def _one_minus_pow(log_beta, t):
 
 
 @triton.jit
-def _adam_math(
-    p,
-    g,
-    m,
-    v,
-    t,
-    inv_scale,
-    lr,
-    beta1,
-    beta2,
-    one_minus_beta1,
-    one_minus_beta2,
-    log_beta1,
-    log_beta2,
-    eps,
-    weight_decay,
-    decay,
-    ADAMW: tl.constexpr,
-    HAS_SCALE: tl.constexpr,
-):
+def _adam_math(p, g, m, v, t, inv_scale, hyper, ADAMW: tl.constexpr, HAS_SCALE: tl.constexpr):
+    """One Adam/AdamW update of loaded values; ``hyper`` is the tuple of
+    :meth:`AdamHyper.kernel_args`' scalars, in that order."""
+    lr, beta1, beta2, one_minus_beta1, one_minus_beta2, log_beta1, log_beta2, eps, wd, decay = hyper
     g = g.to(tl.float32)
     if HAS_SCALE:
         g = g * inv_scale
     if ADAMW:
         p = p * decay  # decay = 1 - lr*wd, computed on the host in double precision
     else:
-        g = g + weight_decay * p
+        g = g + wd * p
     m = beta1 * m + one_minus_beta1 * g
     v = beta2 * v + one_minus_beta2 * g * g
     # IEEE sqrt and division (tl.sqrt and "/" lower to approximations on NVIDIA), in torch's
@@ -192,52 +177,15 @@ def _nonfinite_multi_kernel(
 
 @triton.jit
 def _adam_block(
-    p_ptr,
-    g_ptr,
-    m_ptr,
-    v_ptr,
-    offs,
-    mask,
-    t,
-    inv_scale,
-    lr,
-    beta1,
-    beta2,
-    one_minus_beta1,
-    one_minus_beta2,
-    log_beta1,
-    log_beta2,
-    eps,
-    weight_decay,
-    decay,
-    ADAMW: tl.constexpr,
-    HAS_SCALE: tl.constexpr,
-):
+    p_ptr, g_ptr, m_ptr, v_ptr, offs, mask, t, inv_scale, hyper,
+    ADAMW: tl.constexpr, HAS_SCALE: tl.constexpr,
+):  # fmt: skip
     """Load one block of p, g, m, v, apply :func:`_adam_math`, store p, m, v (28 B/param)."""
     p = tl.load(p_ptr + offs, mask=mask)
     g = tl.load(g_ptr + offs, mask=mask)
     m = tl.load(m_ptr + offs, mask=mask)
     v = tl.load(v_ptr + offs, mask=mask)
-    p, m, v = _adam_math(
-        p,
-        g,
-        m,
-        v,
-        t,
-        inv_scale,
-        lr,
-        beta1,
-        beta2,
-        one_minus_beta1,
-        one_minus_beta2,
-        log_beta1,
-        log_beta2,
-        eps,
-        weight_decay,
-        decay,
-        ADAMW,
-        HAS_SCALE,
-    )
+    p, m, v = _adam_math(p, g, m, v, t, inv_scale, hyper, ADAMW, HAS_SCALE)
     tl.store(p_ptr + offs, p, mask=mask)
     tl.store(m_ptr + offs, m, mask=mask)
     tl.store(v_ptr + offs, v, mask=mask)
@@ -246,28 +194,16 @@ def _adam_block(
 @triton.autotune(configs=_flat_configs(), key=["n"], restore_value=["p_ptr", "m_ptr", "v_ptr"])
 @triton.jit
 def _adamw_flat_kernel(
-    p_ptr,
-    g_ptr,
-    m_ptr,
-    v_ptr,
-    step_ptr,
-    scale_ptr,
-    found_ptr,
+    # Pointers: the flat buffers, the step, the grad scale and the inf/NaN flag
+    p_ptr, g_ptr, m_ptr, v_ptr, step_ptr, scale_ptr, found_ptr,
+    # Size
     n,
-    lr,
-    beta1,
-    beta2,
-    one_minus_beta1,
-    one_minus_beta2,
-    log_beta1,
-    log_beta2,
-    eps,
-    weight_decay,
-    decay,
-    ADAMW: tl.constexpr,
-    HAS_SCALE: tl.constexpr,
-    BLOCK: tl.constexpr,
-):
+    # Hyper-parameters: AdamHyper.kernel_args(), in its order
+    lr, beta1, beta2, one_minus_beta1, one_minus_beta2, log_beta1, log_beta2,
+    eps, weight_decay, decay, ADAMW: tl.constexpr,
+    # Meta-parameters
+    HAS_SCALE: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
     inv_scale = 1.0
     if HAS_SCALE:
         if tl.load(found_ptr) != 0:
@@ -277,57 +213,21 @@ def _adamw_flat_kernel(
     offs = pid * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     t = tl.load(step_ptr)
-    _adam_block(
-        p_ptr,
-        g_ptr,
-        m_ptr,
-        v_ptr,
-        offs,
-        mask,
-        t,
-        inv_scale,
-        lr,
-        beta1,
-        beta2,
-        one_minus_beta1,
-        one_minus_beta2,
-        log_beta1,
-        log_beta2,
-        eps,
-        weight_decay,
-        decay,
-        ADAMW,
-        HAS_SCALE,
-    )
+    hyper = (lr, beta1, beta2, one_minus_beta1, one_minus_beta2, log_beta1, log_beta2, eps,
+             weight_decay, decay)  # fmt: skip
+    _adam_block(p_ptr, g_ptr, m_ptr, v_ptr, offs, mask, t, inv_scale, hyper, ADAMW, HAS_SCALE)
 
 
 @triton.jit
 def _adamw_multi_kernel(
-    p_tab,
-    g_tab,
-    m_tab,
-    v_tab,
-    numel_tab,
-    chunk_tab,
-    step_tab,
-    scale_ptr,
-    found_ptr,
-    lr,
-    beta1,
-    beta2,
-    one_minus_beta1,
-    one_minus_beta2,
-    log_beta1,
-    log_beta2,
-    eps,
-    weight_decay,
-    decay,
-    G_DTYPE: tl.constexpr,
-    ADAMW: tl.constexpr,
-    HAS_SCALE: tl.constexpr,
-    CHUNK: tl.constexpr,
-    BLOCK: tl.constexpr,
-):
+    # Pointers: the tables (program -> tensor, tensor -> address), the grad scale and the flag
+    p_tab, g_tab, m_tab, v_tab, numel_tab, chunk_tab, step_tab, scale_ptr, found_ptr,
+    # Hyper-parameters: AdamHyper.kernel_args(), in its order
+    lr, beta1, beta2, one_minus_beta1, one_minus_beta2, log_beta1, log_beta2,
+    eps, weight_decay, decay, ADAMW: tl.constexpr,
+    # Meta-parameters
+    G_DTYPE: tl.constexpr, HAS_SCALE: tl.constexpr, CHUNK: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
     inv_scale = 1.0
     if HAS_SCALE:
         if tl.load(found_ptr) != 0:
@@ -342,31 +242,12 @@ def _adamw_multi_kernel(
     m_ptr = tl.load(m_tab + idx).to(tl.pointer_type(tl.float32))
     v_ptr = tl.load(v_tab + idx).to(tl.pointer_type(tl.float32))
     t = tl.load(step_tab + idx)
+    hyper = (lr, beta1, beta2, one_minus_beta1, one_minus_beta2, log_beta1, log_beta2, eps,
+             weight_decay, decay)  # fmt: skip
     for lo in range(start, end, BLOCK):
         offs = lo + tl.arange(0, BLOCK)
         mask = offs < end
-        _adam_block(
-            p_ptr,
-            g_ptr,
-            m_ptr,
-            v_ptr,
-            offs,
-            mask,
-            t,
-            inv_scale,
-            lr,
-            beta1,
-            beta2,
-            one_minus_beta1,
-            one_minus_beta2,
-            log_beta1,
-            log_beta2,
-            eps,
-            weight_decay,
-            decay,
-            ADAMW,
-            HAS_SCALE,
-        )
+        _adam_block(p_ptr, g_ptr, m_ptr, v_ptr, offs, mask, t, inv_scale, hyper, ADAMW, HAS_SCALE)
 
 
 # --------------------------------------------------------------------------------------------
@@ -410,6 +291,38 @@ def _pointer_table(groups: tuple[list[torch.Tensor], ...], device: torch.device)
 # --------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class AdamHyper:
+    """Adam/AdamW's scalar hyper-parameters: one argument through the host code, unpacked into
+    the kernels' scalar arguments at the launch by :meth:`kernel_args`."""
+
+    lr: float
+    beta1: float
+    beta2: float
+    eps: float
+    weight_decay: float
+    adamw_mode: bool = True
+    """Decoupled weight decay (AdamW); ``False``: L2, ``wd * p`` added to the gradient (Adam)."""
+
+    def kernel_args(self) -> dict[str, float | bool]:
+        """The kernels' hyper-parameter arguments, in their order; the derived ones (``1 - beta``,
+        ``ln(beta)``, ``1 - lr*wd``) computed here in double precision."""
+        lr, beta1, beta2, wd = self.lr, self.beta1, self.beta2, self.weight_decay
+        return dict(
+            lr=float(lr),
+            beta1=float(beta1),
+            beta2=float(beta2),
+            one_minus_beta1=1.0 - beta1,
+            one_minus_beta2=1.0 - beta2,
+            log_beta1=math.log(beta1) if beta1 > 0 else -math.inf,
+            log_beta2=math.log(beta2) if beta2 > 0 else -math.inf,
+            eps=float(self.eps),
+            weight_decay=float(wd),
+            decay=1.0 - lr * wd,
+            ADAMW=bool(self.adamw_mode),
+        )
+
+
 def adamw(
     params: list[torch.Tensor],
     grads: list[torch.Tensor],
@@ -429,6 +342,28 @@ def adamw(
 ) -> None:
     """One Adam/AdamW step in place; the contract of :func:`dsbench.kernels.reference.adamw`
     (``fused`` is accepted and ignored: this implementation is always fused)."""
+    hyper = AdamHyper(lr, beta1, beta2, eps, weight_decay, adamw_mode)
+    device, grads = _check_inputs(params, grads, exp_avgs, exp_avg_sqs, steps)
+    if device is None:
+        return
+    scale, found = _advance_steps(grads, steps, grad_scale, found_inf, device)
+    # Unused pointer arguments still need a tensor: pass the step (never dereferenced).
+    scale_args = (scale, found) if scale is not None else (steps[0], steps[0])
+    if len(params) == 1 or (interpreted(_adamw_flat_kernel) and device.type != "cpu"):
+        for p, g, m, v, s in zip(params, grads, exp_avgs, exp_avg_sqs, steps, strict=True):
+            _launch_flat(p, g, m, v, s, scale_args, hyper, has_scale=scale is not None)
+        return
+    for dtype, idx in _group_by_dtype(grads).items():
+        groups = tuple([ts[i] for i in idx] for ts in (params, grads, exp_avgs, exp_avg_sqs))
+        step_group = [steps[i] for i in idx]
+        _launch_multi(dtype, groups, step_group, scale_args, hyper, has_scale=scale is not None)
+
+
+def _check_inputs(
+    params, grads, exp_avgs, exp_avg_sqs, steps
+) -> tuple[torch.device | None, list[torch.Tensor]]:
+    """The params' device (``None`` for empty lists) and the gradients, contiguous; a
+    ``ValueError`` for lists of different lengths or a tensor of the wrong kind."""
     n = len(params)
     if not (len(grads) == len(exp_avgs) == len(exp_avg_sqs) == len(steps) == n):
         fail(
@@ -437,7 +372,7 @@ def adamw(
             f"got {n}, {len(grads)}, {len(exp_avgs)}, {len(exp_avg_sqs)}, {len(steps)}",
         )
     if n == 0:
-        return
+        return None, grads
     device = check_device("adamw", _adamw_flat_kernel, *params, *grads, *exp_avgs, *exp_avg_sqs)
     grads = list(grads)
     for i, (p, g, m, v, s) in enumerate(
@@ -458,76 +393,57 @@ def adamw(
             fail("adamw", f"steps[{i}] must be a one-element float32 tensor on {device}")
         if not g.is_contiguous():
             grads[i] = g.contiguous()  # read-only operand: a copy is enough
+    return device, grads
 
-    has_scale = grad_scale is not None
-    scale = found = None
-    if has_scale:
-        scale = grad_scale.detach().reshape(()).to(device=device, dtype=torch.float32)
-        usable = found_inf is not None and found_inf.dtype == torch.float32
-        usable = usable and found_inf.numel() == 1 and found_inf.device == device
-        found = found_inf.view(()) if usable else torch.empty((), device=device)
-        found.zero_()
-        _check_nonfinite(grads, scale, found)
-        # t += 1 - found_inf, on the device: skipped steps stay where they were
-        torch._foreach_add_(steps, [1.0 - found] * n)
-        if found_inf is not None and not usable:
-            found_inf.copy_(found.reshape(found_inf.shape))
-    else:
+
+def _advance_steps(grads, steps, grad_scale, found_inf, device) -> tuple:
+    """Advance every step on the device, by ``1 - found_inf`` with a grad scale (skipped steps
+    stay where they were); ``(scale, found)`` as the kernels read them, or ``(None, None)``."""
+    if grad_scale is None:
         torch._foreach_add_(steps, 1.0)
-
-    hyper = dict(
-        lr=float(lr),
-        beta1=float(beta1),
-        beta2=float(beta2),
-        one_minus_beta1=1.0 - beta1,
-        one_minus_beta2=1.0 - beta2,
-        log_beta1=math.log(beta1) if beta1 > 0 else -math.inf,
-        log_beta2=math.log(beta2) if beta2 > 0 else -math.inf,
-        eps=float(eps),
-        weight_decay=float(weight_decay),
-        decay=1.0 - lr * weight_decay,
-        ADAMW=bool(adamw_mode),
-        HAS_SCALE=has_scale,
-    )
-    # Unused pointer arguments still need a tensor: pass the step (never dereferenced).
-    scale_arg = scale if has_scale else steps[0]
-    found_arg = found if has_scale else steps[0]
-
-    if n == 1 or (interpreted(_adamw_flat_kernel) and device.type != "cpu"):
-        for p, g, m, v, s in zip(params, grads, exp_avgs, exp_avg_sqs, steps, strict=True):
-            _launch_flat(p, g, m, v, s, scale_arg, found_arg, hyper)
-        return
-
-    for dtype, idx in _group_by_dtype(grads).items():
-        groups = tuple([ts[i] for i in idx] for ts in (params, grads, exp_avgs, exp_avg_sqs))
-        tab = _pointer_table(groups, device)
-        numels = tuple(params[i].numel() for i in idx)
-        chunks = _chunk_table(numels, device)
-        step_tab = torch.stack([steps[i].reshape(()) for i in idx])  # one launch, on the device
-        _adamw_multi_kernel[(chunks.shape[0],)](
-            tab[0],
-            tab[1],
-            tab[2],
-            tab[3],
-            tab[4],
-            chunks,
-            step_tab,
-            scale_arg,
-            found_arg,
-            G_DTYPE=_TL_DTYPE[dtype],
-            CHUNK=_CHUNK,
-            BLOCK=_MULTI_BLOCK,
-            num_warps=_MULTI_WARPS,
-            **hyper,
-        )
+        return None, None
+    scale = grad_scale.detach().reshape(()).to(device=device, dtype=torch.float32)
+    usable = found_inf is not None and found_inf.dtype == torch.float32
+    usable = usable and found_inf.numel() == 1 and found_inf.device == device
+    found = found_inf.view(()) if usable else torch.empty((), device=device)
+    found.zero_()
+    _check_nonfinite(grads, scale, found)
+    torch._foreach_add_(steps, [1.0 - found] * len(steps))
+    if found_inf is not None and not usable:
+        found_inf.copy_(found.reshape(found_inf.shape))
+    return scale, found
 
 
-def _launch_flat(p, g, m, v, step, scale_arg, found_arg, hyper) -> None:
+def _launch_flat(p, g, m, v, step, scale_args: tuple, hyper: AdamHyper, *, has_scale: bool) -> None:
+    """One launch of the flat kernel over one tensor; ``scale_args``: (grad scale, found_inf)."""
     n = p.numel()
     if n == 0:
         return
     grid = lambda meta: (triton.cdiv(n, meta["BLOCK"]),)  # noqa: E731
-    _adamw_flat_kernel[grid](p, g, m, v, step, scale_arg, found_arg, n, **hyper)
+    _adamw_flat_kernel[grid](
+        p, g, m, v, step, *scale_args, n, **hyper.kernel_args(), HAS_SCALE=has_scale
+    )
+
+
+def _launch_multi(dtype, groups, steps, scale_args: tuple, hyper: AdamHyper, *, has_scale) -> None:
+    """One launch of the list kernel over ``groups`` (params, grads, exp_avgs, exp_avg_sqs, all
+    with gradients of ``dtype``) and their ``steps``; ``scale_args``: (grad scale, found_inf)."""
+    device = steps[0].device
+    tab = _pointer_table(groups, device)
+    chunks = _chunk_table(tuple(p.numel() for p in groups[0]), device)
+    step_tab = torch.stack([s.reshape(()) for s in steps])  # one launch, on the device
+    _adamw_multi_kernel[(chunks.shape[0],)](
+        *tab.unbind(),  # p, g, m, v addresses, numels
+        chunks,
+        step_tab,
+        *scale_args,
+        **hyper.kernel_args(),
+        G_DTYPE=_TL_DTYPE[dtype],
+        HAS_SCALE=has_scale,
+        CHUNK=_CHUNK,
+        BLOCK=_MULTI_BLOCK,
+        num_warps=_MULTI_WARPS,
+    )
 
 
 def _group_by_dtype(grads: list[torch.Tensor]) -> dict[torch.dtype, list[int]]:
