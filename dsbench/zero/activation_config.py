@@ -17,7 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
-from dsbench.zero.fields import ConfigError, _closest, _Section, _show
+from dsbench.values import closest, show_json
+from dsbench.zero.fields import ConfigError, _Section
 
 DEEPSPEED_ONLY = (
     "partition_activations",
@@ -53,12 +54,14 @@ def read_activation_checkpointing(
     if raw is None:
         return ActivationCheckpointingConfig(), [], []
     if not isinstance(raw, dict):
-        raise ConfigError(f"activation_checkpointing must be an object {{...}}, got {_show(raw)}")
+        raise ConfigError(
+            f"activation_checkpointing must be an object {{...}}, got {show_json(raw)}"
+        )
     valid = [f.name for f in fields(ActivationCheckpointingConfig) if f.name != "enabled"]
     unknown = [k for k in raw if k not in valid]
     warnings = [
         "ds_config: ignoring unknown keys in activation_checkpointing: "
-        + ", ".join(f"'{k}'{_closest(k, valid)}" for k in unknown)
+        + ", ".join(f"'{k}'{closest(k, valid)}" for k in unknown)
         + " (DeepSpeed does not check them)"
     ] if unknown else []  # fmt: skip
     known = {k: v for k, v in raw.items() if k in valid}

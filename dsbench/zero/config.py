@@ -41,13 +41,14 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from dsbench.errors import one_line
+from dsbench.values import closest, kind, show_json
 from dsbench.zero import hf_auto, offload_config
 from dsbench.zero.activation_config import (
     ActivationCheckpointingConfig,
     read_activation_checkpointing,
 )
 from dsbench.zero.batch import resolve as resolve_batch
-from dsbench.zero.fields import ConfigError, _as_int, _closest, _kind, _Section, _show
+from dsbench.zero.fields import READ, ConfigError, _Section
 from dsbench.zero.keys import (
     _ADAM_PARAMS,
     _BATCH_KEYS,
@@ -207,7 +208,7 @@ def _read_source(source: str | Path | Mapping) -> dict:
         what = "nested too deeply" if isinstance(exc, RecursionError) else "a number too long"
         raise ConfigError(f"{where}not valid JSON: {what}") from None
     if not isinstance(data, dict):
-        raise ConfigError(f"{where}the top level must be an object {{...}}, got {_kind(data)}")
+        raise ConfigError(f"{where}the top level must be an object {{...}}, got {kind(data)}")
     return data
 
 
@@ -245,7 +246,7 @@ def load_config(
 
     if for_engine not in ("dsbench", "deepspeed"):
         raise ValueError(f"for_engine must be 'dsbench' or 'deepspeed', got {for_engine!r}")
-    world_size = _as_int("world size", world_size, 1)
+    world_size = READ.integer("world size", world_size, 1)
     args = {
         "train_batch_size": train_batch,
         "train_micro_batch_size_per_gpu": micro_batch,
@@ -253,7 +254,7 @@ def load_config(
     }
     for key, value in args.items():
         if value is not None:
-            args[key] = _as_int(f"the requested {key}", value, 1)
+            args[key] = READ.integer(f"the requested {key}", value, 1)
     raw = _read_source(source)
     autos_in_order = list(hf_auto.auto_paths(raw))
     filled, left = hf_auto.fill(raw, given=auto_values or {}, steps=steps, hidden_size=hidden_size)
@@ -298,7 +299,7 @@ def load_config(
 
     # Batch sizes (checked for type here, so that "auto" and bad types are told apart).
     for key, value in batch_in_config.items():
-        batch_in_config[key] = _as_int(key, value, 1)
+        batch_in_config[key] = READ.integer(key, value, 1)
     sizes = resolve_batch(batch_in_config, batch_autos, args, world_size)
     if sizes is None:
         raise ConfigError(
@@ -316,7 +317,7 @@ def load_config(
         train_micro_batch_size_per_gpu=sizes.micro,
         gradient_accumulation_steps=sizes.accum,
     )
-    shown = {path: _show(value) for path, value in filled.items()} | sizes.filled
+    shown = {path: show_json(value) for path, value in filled.items()} | sizes.filled
     notes = [sizes.note] if sizes.note else []
     if shown:
         notes.append(
@@ -343,7 +344,7 @@ def load_config(
         warn(message)
     if unknown:
         valid = [*_TOP_IMPLEMENTED, *_TOP_NOT_IMPLEMENTED]
-        listed = ", ".join(f"'{one_line(k)}'{_closest(k, valid)}" for k in unknown)
+        listed = ", ".join(f"'{one_line(k)}'{closest(k, valid)}" for k in unknown)
         warn(f"ds_config: ignoring unknown top-level keys {listed} (DeepSpeed ignores them too)")
     if for_engine == "dsbench":
         if config.unsupported:
@@ -407,19 +408,19 @@ def _read_optimizer(reader: _Reader, raw: dict) -> OptimizerConfig | None:
     reader.keys(section, "optimizer", ("type", "params"), {"legacy_fusion": _never})
     name = section.get("type")
     if not isinstance(name, str):
-        raise ConfigError(f"optimizer.type must be a name such as AdamW, got {_show(name)}")
+        raise ConfigError(f"optimizer.type must be a name such as AdamW, got {show_json(name)}")
     params = section.get("params") or {}
     if not isinstance(params, dict):
-        raise ConfigError(f"optimizer.params must be an object {{...}}, got {_show(params)}")
+        raise ConfigError(f"optimizer.params must be an object {{...}}, got {show_json(params)}")
     if name.lower() not in ("adam", "adamw"):
         import torch.optim
 
         if name.lower() in _DS_OTHER_OPTIMIZERS or hasattr(torch.optim, name):
-            reader.unsupported.append(f"optimizer.type={_show(name)}")
+            reader.unsupported.append(f"optimizer.type={show_json(name)}")
             return None
         valid = ["Adam", "AdamW", *_DS_OTHER_OPTIMIZERS]
         raise ConfigError(
-            f"unknown optimizer.type {_show(name)}{_closest(name, valid)}; DeepSpeed knows "
+            f"unknown optimizer.type {show_json(name)}{closest(name, valid)}; DeepSpeed knows "
             "Adam, AdamW, " + ", ".join(_DS_OTHER_OPTIMIZERS) + " and torch.optim classes"
         )
     if "max_grad_norm" in params:  # DeepSpeed raises ValueError for it as well
@@ -462,19 +463,19 @@ def _read_scheduler(
     reader.keys(section, "scheduler", ("type", "params"), {})
     name = section.get("type")
     if not isinstance(name, str):
-        raise ConfigError(f"scheduler.type must be a name such as WarmupLR, got {_show(name)}")
+        raise ConfigError(f"scheduler.type must be a name such as WarmupLR, got {show_json(name)}")
     params = section.get("params") or {}
     if not isinstance(params, dict):
-        raise ConfigError(f"scheduler.params must be an object {{...}}, got {_show(params)}")
+        raise ConfigError(f"scheduler.params must be an object {{...}}, got {show_json(params)}")
     cls = SCHEDULERS.get(name)
     if cls is None:
         import torch.optim.lr_scheduler
 
         if hasattr(torch.optim.lr_scheduler, name):
-            reader.unsupported.append(f"scheduler.type={_show(name)}")
+            reader.unsupported.append(f"scheduler.type={show_json(name)}")
             return None
         raise ConfigError(
-            f"unknown scheduler.type {_show(name)}{_closest(name, list(SCHEDULERS))}; "
+            f"unknown scheduler.type {show_json(name)}{closest(name, list(SCHEDULERS))}; "
             "DeepSpeed knows " + ", ".join(SCHEDULERS) + " and torch.optim.lr_scheduler "
             "classes (names are case-sensitive)"
         )
@@ -489,7 +490,7 @@ def _read_scheduler(
     if cls in (WarmupLRConfig, WarmupDecayLRConfig) and warmup_type not in WARMUP_TYPES:
         # DeepSpeed's WarmupLR warns and warms up logarithmically (its WarmupCosineLR fails).
         reader.warnings.append(
-            f"ds_config: scheduler.params.warmup_type {_show(warmup_type)} is not 'log' or "
+            f"ds_config: scheduler.params.warmup_type {show_json(warmup_type)} is not 'log' or "
             "'linear'; warming up with 'log', as DeepSpeed does"
         )
         kwargs["warmup_type"] = "log"

@@ -1,18 +1,16 @@
-"""What every section of a ds_config shares: the one-line :class:`ConfigError`, value checks
-that name the field, and :class:`_Section`, the base of the section dataclasses (config.py, the
-schedulers in schedulers.py), which checks each bool/int/float field in ``__post_init__``."""
+"""What every section of a ds_config shares: the one-line :class:`ConfigError`, the reader of
+its values (:data:`READ`, :mod:`dsbench.values` worded for JSON), and :class:`_Section`, the
+base of the section dataclasses (config.py, the schedulers in schedulers.py), which checks each
+bool/int/float field in ``__post_init__``."""
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
-import json
-import math
-import sys
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from dsbench.errors import UsageError
+from dsbench.values import Reader, show_json
 
 
 class ConfigError(UsageError):
@@ -22,67 +20,15 @@ class ConfigError(UsageError):
         super().__init__(f"ds_config: {message}")
 
 
-# --------------------------------------------------------------------------------------------
-# Value checks shared by every section
-# --------------------------------------------------------------------------------------------
+def _fail(path: str, problem: str) -> ConfigError:
+    return ConfigError(f"{path} {problem}" if path else problem)
 
 
-def _show(value: Any) -> str:
-    """A value as the user wrote it in JSON, shortened."""
-    try:
-        text = json.dumps(value)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+READ = Reader(_fail, json=True)
+"""Reads a ds_config's values (:mod:`dsbench.values`): ``fp16.enabled must be true or false, got
+1 (a number)``."""
 
-
-def _kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list | tuple):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
-    if value is None:
-        return "null"
-    return "a number"
-
-
-def _as_bool(path: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise ConfigError(f"{path} must be true or false, got {_show(value)} ({_kind(value)})")
-    return value
-
-
-def _as_float(path: str, value: Any, minimum: float | None = 0.0) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(f"{path} must be a number, got {_show(value)} ({_kind(value)})")
-    if isinstance(value, int) and abs(value) > sys.float_info.max:
-        raise ConfigError(f"{path} is too large, got {_show(value)}")
-    if not math.isfinite(value):
-        raise ConfigError(f"{path} must be finite, got {value}")
-    if minimum is not None and value < minimum:
-        bound = "must not be negative" if minimum == 0 else f"must be ≥ {minimum:g}"
-        raise ConfigError(f"{path} {bound}, got {value:g}")
-    return float(value)
-
-
-def _as_int(path: str, value: Any, minimum: int | None = 0) -> int:
-    """An integer; whole floats such as 5e8 are accepted, as DeepSpeed's pydantic models do."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(f"{path} must be an integer, got {_show(value)} ({_kind(value)})")
-    if isinstance(value, float):
-        if not value.is_integer():
-            raise ConfigError(f"{path} must be a whole number, got {value:g}")
-        value = int(value)
-    if abs(value) >= 2**63:  # what torch and DeepSpeed's kernels take (int64)
-        raise ConfigError(f"{path} must be below 2**63, got {_show(value)}")
-    if minimum is not None and value < minimum:
-        bound = "must not be negative" if minimum == 0 else f"must be ≥ {minimum}"
-        raise ConfigError(f"{path} {bound}, got {value}")
-    return value
+_show = show_json  # a value as the user wrote it (the schedulers' messages use it too)
 
 
 class _Section:
@@ -110,13 +56,8 @@ class _Section:
                 kind = kind.removesuffix(" | None")
             minimum = self._MIN.get(f.name, 0)
             if kind == "bool":
-                setattr(self, f.name, _as_bool(self._path(f.name), value))
+                setattr(self, f.name, READ.boolean(self._path(f.name), value))
             elif kind == "int":
-                setattr(self, f.name, _as_int(self._path(f.name), value, int(minimum)))
+                setattr(self, f.name, READ.integer(self._path(f.name), value, int(minimum)))
             elif kind == "float":
-                setattr(self, f.name, _as_float(self._path(f.name), value, minimum))
-
-
-def _closest(name: str, valid: list[str] | tuple[str, ...]) -> str:
-    close = difflib.get_close_matches(name, valid, n=1, cutoff=0.6)
-    return f" (did you mean '{close[0]}'?)" if close else ""
+                setattr(self, f.name, READ.number(self._path(f.name), value, minimum))

@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from dsbench.values import show_json
 from dsbench.zero import hf_auto
-from dsbench.zero.fields import ConfigError, _closest, _show
+from dsbench.zero.fields import READ, ConfigError
 
 AUTO = hf_auto.AUTO
 
@@ -179,9 +180,9 @@ def _describe(path: str, value: Any) -> str:
     if isinstance(value, dict):
         for switch in ("device", "enabled", "autotp_size"):
             if switch in value:
-                return f"{path}.{switch}={_show(value[switch])}"
+                return f"{path}.{switch}={show_json(value[switch])}"
         return path
-    return f"{path}={_show(value)}"
+    return f"{path}={show_json(value)}"
 
 
 class _Reader:
@@ -198,7 +199,7 @@ class _Reader:
         if value is None:
             return {}
         if not isinstance(value, dict):
-            raise ConfigError(f"{key} must be an object {{...}}, got {_show(value)}")
+            raise ConfigError(f"{key} must be an object {{...}}, got {show_json(value)}")
         return value
 
     def keys(
@@ -217,7 +218,7 @@ class _Reader:
             if key in implemented:
                 continue
             if key not in not_implemented:
-                raise ConfigError(f"unknown key {path}.{key}{_closest(key, valid)}")
+                raise READ.unknown(f"{path}.{key}", key, valid)
             if not_implemented[key](value) and active:
                 self.unsupported.append(_describe(f"{path}.{key}", value))
             else:

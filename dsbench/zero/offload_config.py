@@ -29,7 +29,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from dsbench.zero.fields import ConfigError, _closest, _Section, _show
+from dsbench.values import show_json
+from dsbench.zero.fields import READ, ConfigError, _Section
 
 DEVICES = ("none", "cpu", "nvme")
 
@@ -48,10 +49,12 @@ class _Offload(_Section):
     def __post_init__(self) -> None:
         if self.device not in DEVICES:
             raise ConfigError(
-                f"{self._PATH}.device must be 'none', 'cpu' or 'nvme', got {_show(self.device)}"
+                f"{self._PATH}.device must be 'none', 'cpu' or 'nvme', got {show_json(self.device)}"
             )
         if self.nvme_path is not None and not isinstance(self.nvme_path, str):
-            raise ConfigError(f"{self._PATH}.nvme_path must be a path, got {_show(self.nvme_path)}")
+            raise ConfigError(
+                f"{self._PATH}.nvme_path must be a path, got {show_json(self.nvme_path)}"
+            )
         _Section.__post_init__(self)
 
     @property
@@ -130,7 +133,7 @@ def read_offload(zero: dict[str, Any], stage: Any) -> Offload:
         if old in zero:
             if not isinstance(zero[old], bool):
                 raise ConfigError(
-                    f"zero_optimization.{old} must be true or false, got {_show(zero[old])}"
+                    f"zero_optimization.{old} must be true or false, got {show_json(zero[old])}"
                 )
             if raw is not None:  # DeepSpeed's deprecated-field check refuses both as well
                 raise ConfigError(
@@ -141,11 +144,9 @@ def read_offload(zero: dict[str, Any], stage: Any) -> Offload:
             sections[name] = cls()
             continue
         if not isinstance(raw, dict):
-            raise ConfigError(f"{path} must be an object {{...}}, got {_show(raw)}")
+            raise ConfigError(f"{path} must be an object {{...}}, got {show_json(raw)}")
         valid = [f.name for f in dataclasses.fields(cls)]
-        for key in raw:
-            if key not in valid:
-                raise ConfigError(f"unknown key {path}.{key}{_closest(key, valid)}")
+        READ.known(raw, valid, f"{path}.")
         sections[name] = cls(**raw)
     opt, param = sections["offload_optimizer"], sections["offload_param"]
     unsupported, ignored = [], []

@@ -9,7 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from dsbench.zero.fields import ConfigError, _as_float, _Section, _show
+from dsbench.values import show_json
+from dsbench.zero.fields import READ, ConfigError, _Section
 from dsbench.zero.loss_scaler import DynamicLossScaler, StaticLossScaler
 from dsbench.zero.offload_config import OffloadOptimizerConfig, OffloadParamConfig
 
@@ -89,12 +90,14 @@ class OptimizerConfig(_Section):
     def __post_init__(self) -> None:
         _Section.__post_init__(self)
         if not isinstance(self.type, str) or self.type.lower() not in ("adam", "adamw"):
-            raise ConfigError(f"optimizer.type must be Adam or AdamW here, got {_show(self.type)}")
+            raise ConfigError(
+                f"optimizer.type must be Adam or AdamW here, got {show_json(self.type)}"
+            )
         self.type = self.type.lower()
         betas = self.betas
         if not isinstance(betas, list | tuple) or len(betas) != 2:
-            raise ConfigError(f"optimizer.params.betas must be two numbers, got {_show(betas)}")
-        self.betas = tuple(_as_float("optimizer.params.betas", b) for b in betas)  # type: ignore[assignment]
+            raise ConfigError(f"optimizer.params.betas must be two numbers, got {show_json(betas)}")
+        self.betas = tuple(READ.number("optimizer.params.betas", b, 0.0) for b in betas)  # type: ignore[assignment]
         if not all(b < 1.0 for b in self.betas):
             raise ConfigError(f"optimizer.params.betas must each be in [0, 1), got {list(betas)}")
         if self.weight_decay is None:
@@ -218,7 +221,7 @@ class ZeroConfig(_Section):
     def __post_init__(self) -> None:
         if isinstance(self.stage, bool) or self.stage not in (0, 1, 2, 3):
             raise ConfigError(
-                f"zero_optimization.stage must be 0, 1, 2 or 3, got {_show(self.stage)}"
+                f"zero_optimization.stage must be 0, 1, 2 or 3, got {show_json(self.stage)}"
             )
         _Section.__post_init__(self)
         if self.overlap_comm is None:
