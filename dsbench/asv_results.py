@@ -50,6 +50,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+from dsbench.records import HIGHER, LOWER, OK, Direction, Round, Row, case_id
 from dsbench.results import SCHEMA, SCHEMA_VERSION, ResultFileError, Run, validate
 
 ASV_API_VERSION = 2
@@ -71,13 +72,13 @@ class AsvFileError(Exception):
     """An asv file that cannot be used; the message names the file and the problem."""
 
 
-def direction_of(unit: str) -> str:
+def direction_of(unit: str) -> Direction:
     """Higher is better for throughput (``.../s``), lower for everything else (time, ms/token,
     bytes; also units asv leaves unnamed, which asv itself treats as lower-is-better)."""
-    return "higher" if unit.endswith(HIGHER_UNITS_SUFFIX) else "lower"
+    return HIGHER if unit.endswith(HIGHER_UNITS_SUFFIX) else LOWER
 
 
-def _definitions() -> dict[str, tuple[str, tuple[tuple[str, str, str], ...]]]:
+def _definitions() -> dict[str, tuple[str, tuple[tuple[str, str, Direction], ...]]]:
     """dsbench's benchmarks by the asv class name the adapter gives them (``train_step`` ->
     ``TrainStep``: lower case, underscores dropped): (name, metrics, the primary first)."""
     from dsbench.records import METRICS
@@ -188,10 +189,8 @@ def _describe(name: str, meta: dict, defs: dict) -> dict:
     return {"name": name, "metric": method, "unit": unit, "direction": direction_of(unit)}
 
 
-def _rows(data: dict, metas: dict[str, dict], defs: dict) -> tuple[list[dict], list[float]]:
+def _rows(data: dict, metas: dict[str, dict], defs: dict) -> tuple[list[Row], list[float]]:
     """dsbench rows for every benchmark in an asv result file, and the start times seen."""
-    from dsbench.records import case_id
-
     rows, started = [], []
     for name, row in sorted(data["results"].items()):
         if not isinstance(row, list):
@@ -217,43 +216,55 @@ def _rows(data: dict, metas: dict[str, dict], defs: dict) -> tuple[list[dict], l
                 f"benchmark '{name}': {len(results)} results for {len(combos)} parameter "
                 "combinations"
             )
+        kind = name.rsplit(".", 1)[-1].split("_", 1)[0]
         for i, (combo, value) in enumerate(zip(combos, results, strict=True)):
             params = {k: _param_value(v) for k, v in zip(names, combo, strict=True)}
-            out = {
-                "id": case_id(desc["name"], params),
-                "name": desc["name"],
-                "params": params,
-                "metric": desc["metric"],
-                "unit": desc["unit"],
-                "direction": desc["direction"],
-                "asv": {"benchmark": name, "version": cols.get("version")},
-            }
-            if value is None:
-                out.update(
-                    status="failed",
-                    error="asv recorded no value: the benchmark failed "
-                    "(`asv run --show-stderr` shows why)",
-                )
-            elif not isinstance(value, int | float) or isinstance(value, bool):
-                raise AsvFileError(f"benchmark '{name}': result {value!r} is not a number")
-            elif math.isnan(value):
-                out.update(
-                    status="skipped",
-                    reason="not available in this environment "
-                    "(NotImplementedError; asv records no reason)",
-                )
-            else:
-                stats, samples = _stats(float(value), cols, i)
-                out.update(status="ok", value=float(value), stats=stats)
-                if samples is not None:
-                    out["samples"] = samples
-                    if name.rsplit(".", 1)[-1].split("_", 1)[0] in ONE_VALUE_PER_ROUND:
-                        out["rounds"] = [{"launch": k, "n": 1} for k in range(len(samples))]
-                asv_stats = {k: _at(cols.get(f"stats_{k}"), i) for k in ASV_STATS}
-                out["asv"].update({k: v for k, v in asv_stats.items() if v is not None})
-            rows.append(out)
-    rows.sort(key=lambda r: r["name"])  # stable: combinations stay in asv's order
+            row = Row(
+                id=case_id(desc["name"], params),
+                name=desc["name"],
+                params=params,
+                metric=desc["metric"],
+                unit=desc["unit"],
+                direction=desc["direction"],
+                key_order=ROW_ORDER,
+                **_outcome(name, kind, value, cols, i),
+            )
+            rows.append(row)
+    rows.sort(key=lambda r: r.name)  # stable: combinations stay in asv's order
     return rows, started
+
+
+ROW_ORDER = ("id", "name", "params", "metric", "unit", "direction", "asv", "status", "value",
+             "stats", "samples", "rounds")  # fmt: skip
+"""The order of an asv row's keys (as they have always been)."""
+
+
+def _outcome(name: str, kind: str, value, cols: dict, i: int) -> dict:
+    """The status of combination ``i`` of asv benchmark ``name`` (of type ``kind``) and what
+    goes with it: why it failed or was skipped, or its value, statistics and samples; and
+    ``asv``, where asv's name, version and own statistics stay."""
+    asv = {"benchmark": name, "version": cols.get("version")}
+    if value is None:
+        return {"asv": asv, "status": "failed", "error": "asv recorded no value: the benchmark "
+                "failed (`asv run --show-stderr` shows why)"}  # fmt: skip
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise AsvFileError(f"benchmark '{name}': result {value!r} is not a number")
+    if math.isnan(value):
+        return {"asv": asv, "status": "skipped", "reason": "not available in this environment "
+                "(NotImplementedError; asv records no reason)"}  # fmt: skip
+    stats, samples = _stats(float(value), cols, i)
+    asv_stats = {k: _at(cols.get(f"stats_{k}"), i) for k in ASV_STATS}
+    out = {
+        "status": OK,
+        "value": float(value),
+        "stats": stats,
+        "asv": asv | {k: v for k, v in asv_stats.items() if v is not None},
+    }
+    if samples is not None:
+        out["samples"] = samples
+        if kind in ONE_VALUE_PER_ROUND:
+            out["rounds"] = [Round(launch=k, n=1) for k in range(len(samples))]
+    return out
 
 
 def read_asv_run(
@@ -327,13 +338,13 @@ def read_asv_run(
             "machine_params": params,
         },
         "env": env,
-        "benchmarks": rows,
+        "benchmarks": [r.to_json() for r in rows],
     }
     try:
-        validate(doc, str(path))
+        typed = validate(doc, str(path))
     except ResultFileError as exc:
         raise AsvFileError(str(exc)) from None
-    return Run(path=path, doc=doc)
+    return Run(path=path, doc=doc, _rows={r.id: r for r in typed})
 
 
 def load_asv_runs(root: Path | str, warn: Callable[[str], None]) -> list[Run]:

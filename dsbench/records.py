@@ -125,6 +125,12 @@ class Unset:
 
 UNSET = Unset()
 
+
+def value_or(value, default=None):
+    """``value``, or ``default`` where it is :data:`UNSET`."""
+    return default if value is UNSET else value
+
+
 STATUSES = ("ok", "failed", "skipped", "interrupted")
 """A row's ``status``: measured, failed (``error`` says why), skipped (``reason``), or not run
 because the run was stopped."""

@@ -22,7 +22,8 @@ import torch
 from dsbench import results
 from dsbench.errors import UsageError
 from dsbench.memory import host_rss, release_freed
-from dsbench.stats import summarize
+from dsbench.records import OK, UNSET, MetricValue, Peak, Round, Row, value_or
+from dsbench.stats import Summary, summarize
 from dsbench.suites import BENCHMARKS, Benchmark, Case, Context, Skip, case_id
 from dsbench.timing import Measurement, TimingConfig, measure, merge
 
@@ -105,69 +106,65 @@ def plan(suite: str, ctx: Context, pattern: str | None = None) -> list[Planned]:
 def ok_row(bench: Benchmark, params: dict, case: Case, m: Measurement, profile: Profile) -> dict:
     """A result row: the primary metric with its samples and statistics, secondary metrics,
     % of the profile's peak, the counted work, peak memory and the raw timing."""
-    metrics = {}
+    metrics: dict[str, tuple[MetricValue, list[float], Summary]] = {}
     for metric in bench.metrics:
         samples = [metric.value(case.work, t) for t in m.samples]
         s = summarize(samples)
-        entry = {
-            "value": s.median,
-            "unit": metric.unit,
-            "direction": metric.direction,
-            "ci99": [s.ci_low, s.ci_high],
-        }
+        pct, peak = UNSET, UNSET
         if metric.peak:
-            entry.update(_pct_of_peak(s.median, metric.peak.format(**params), profile))
+            pct, peak = _pct_of_peak(s.median, metric.peak.format(**params), profile)
+        entry = MetricValue(value=s.median, unit=metric.unit, direction=metric.direction,
+                            ci99=[s.ci_low, s.ci_high], pct_of_peak=pct, peak=peak)  # fmt: skip
         metrics[metric.name] = (entry, samples, s)
-    p_entry, p_samples, p_summary = metrics[bench.primary.name]
-    return {
-        "id": case_id(bench.name, params),
-        "name": bench.name,
-        "params": params,
-        "status": "ok",
-        "metric": bench.primary.name,
-        "unit": bench.primary.unit,
-        "direction": bench.primary.direction,
-        "value": p_summary.median,
-        "samples": p_samples,
-        "rounds": [{"launch": 0, "n": n} for n in m.round_sizes],
-        "stats": p_summary.to_dict(),
-        "pct_of_peak": p_entry.get("pct_of_peak"),
-        "peak": p_entry.get("peak"),
-        "metrics": {k: v[0] for k, v in metrics.items()},
-        "work": dataclasses.asdict(case.work),
-        "memory": m.memory,
-        "notes": case.notes,
-        "timing": {k: v for k, v in m.to_dict().items() if k != "memory"},
-    }
+    primary, p_samples, p_summary = metrics[bench.primary.name]
+    return Row(
+        id=case_id(bench.name, params),
+        name=bench.name,
+        params=params,
+        status=OK,
+        metric=bench.primary.name,
+        unit=bench.primary.unit,
+        direction=bench.primary.direction,
+        value=p_summary.median,
+        samples=p_samples,
+        rounds=[Round(launch=0, n=n) for n in m.round_sizes],
+        stats=p_summary.to_dict(),
+        pct_of_peak=value_or(primary.pct_of_peak),
+        peak=value_or(primary.peak),
+        metrics={k: v[0] for k, v in metrics.items()},
+        work=dataclasses.asdict(case.work),
+        memory=m.memory,
+        notes=case.notes,
+        timing={k: v for k, v in m.to_dict().items() if k != "memory"},
+    ).to_json()
 
 
-def _pct_of_peak(value: float, kind: str, profile: Profile) -> dict:
+def _pct_of_peak(value: float, kind: str, profile: Profile) -> tuple[float | None, Peak]:
+    """``value`` as a percentage of the profile's ``kind`` peak (None where it has no figure),
+    and that peak."""
     fig = profile.peak(kind)
-    peak = {
-        "kind": kind,
-        "value": fig.value,
-        "unit": fig.unit,
-        "source": fig.source,
-        "measured": fig.measured,
-        "profile": profile.name,
-    }
+    peak = Peak(kind=kind, value=fig.value, unit=fig.unit, source=fig.source,
+                measured=fig.measured, profile=profile.name)  # fmt: skip
     if fig.value:
-        return {"pct_of_peak": 100.0 * value / fig.value, "peak": peak}
-    return {"pct_of_peak": None, "peak": peak | {"na": fig.na or "no value"}}
+        return 100.0 * value / fig.value, peak
+    return None, dataclasses.replace(peak, na=fig.na or "no value")
 
 
 def status_row(bench: Benchmark, params: dict, status: str, message: str) -> dict:
-    key = "error" if status == "failed" else "reason"
-    return {
-        "id": case_id(bench.name, params),
-        "name": bench.name,
-        "params": params,
-        "status": status,
-        key: message,
-        "metric": bench.primary.name,
-        "unit": bench.primary.unit,
-        "direction": bench.primary.direction,
-    }
+    """A row of a case that was not measured: ``failed`` (``error``), ``skipped`` or
+    ``interrupted`` (``reason``)."""
+    failed = status == "failed"
+    return Row(
+        id=case_id(bench.name, params),
+        name=bench.name,
+        params=params,
+        status=status,
+        error=message if failed else UNSET,
+        reason=UNSET if failed else message,
+        metric=bench.primary.name,
+        unit=bench.primary.unit,
+        direction=bench.primary.direction,
+    ).to_json()
 
 
 def _error_text(exc: BaseException) -> str:

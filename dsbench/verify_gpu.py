@@ -27,10 +27,15 @@ import sys
 import time
 import traceback
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import torch
 
 from dsbench.kernels import reference, registry
+from dsbench.records import HIGHER, OK, UNSET, Row, value_or
+
+if TYPE_CHECKING:
+    from dsbench.hardware import Profile
 
 DEVICE = "cuda"
 """Where to verify; ``--device cpu`` dry-runs the script's logic with the implementations
@@ -207,8 +212,9 @@ def verify() -> tuple[list[Check], dict[str, float]]:
 # ------------------------------------------------------------------------------ timing
 
 
-def timing_rows(quick: bool) -> list[dict]:
-    """Side-by-side timings through dsbench's suites and timing core."""
+def timing_rows(quick: bool) -> tuple[list[Row], dict, Profile]:
+    """Side-by-side timings through dsbench's suites and timing core, with the environment
+    and profile they ran under."""
     from dsbench import runner
     from dsbench.envinfo import collect_env
     from dsbench.suites import BENCHMARKS
@@ -217,6 +223,16 @@ def timing_rows(quick: bool) -> list[dict]:
     ctx = runner.context_for(env, "full")
     profile = runner.profile_for(env, ctx)
     config = runner.TIMING["quick"]
+    rows = []
+    for name, params in timed_cases(quick):
+        row = Row.from_json(runner.run_case(BENCHMARKS[name], params, ctx, profile, config))
+        rows.append(row)
+        print(f"  timed {row.id}: {row.status} {value_or(row.value, row.message)}", flush=True)
+    return rows, env, profile
+
+
+def timed_cases(quick: bool) -> list[tuple[str, dict]]:
+    """(benchmark, params) of every timing: copy, AdamW and GEMM for each implementation."""
     gpu = DEVICE == "cuda"  # a CPU dry run uses tiny sizes and the dtypes CPUs do well
     cases = [("copy", {"size": 2**30 if gpu else 2**26})]
     adam_sizes = ([64_000_000] if quick else [64_000_000, 256_000_000]) if gpu else [1_000_000]
@@ -229,33 +245,25 @@ def timing_rows(quick: bool) -> list[dict]:
         for size in gemm_sizes:
             for impl in registry.names("gemm"):
                 cases.append(("gemm", {"impl": impl, "dtype": dtype, "size": size}))
-    rows = []
-    for name, params in cases:
-        rows.append(runner.run_case(BENCHMARKS[name], params, ctx, profile, config))
-        print(
-            f"  timed {rows[-1]['id']}: {rows[-1]['status']} "
-            f"{rows[-1].get('value', rows[-1].get('error', rows[-1].get('reason', '')))}",
-            flush=True,
-        )
-    return rows, env, profile
+    return cases
 
 
-def _value(rows, **want) -> float | None:
+def _value(rows: list[Row], **want) -> float | None:
     for r in rows:
         if (
-            r["status"] == "ok"
-            and r["name"] == want["name"]
-            and all(r["params"].get(k) == v for k, v in want.items() if k != "name")
+            r.ok
+            and r.name == want["name"]
+            and all(r.params.get(k) == v for k, v in want.items() if k != "name")
         ):
-            return r["value"]
+            return r.value
     return None
 
 
-def targets(rows) -> list[tuple[str, str, str]]:
+def targets(rows: list[Row]) -> list[tuple[str, str, str]]:
     """The kernels' goals (see the module docstring) as ratios measured in this run."""
     out = []
-    copy = next((r["value"] for r in rows if r["name"] == "copy" and r["status"] == "ok"), None)
-    for n in sorted({r["params"]["params"] for r in rows if r["name"] == "adamw"}):
+    copy = next((r.value for r in rows if r.name == "copy" and r.ok), None)
+    for n in sorted({r.params["params"] for r in rows if r.name == "adamw"}):
         tri = _value(rows, name="adamw", impl="triton", params=n)
         tor = _value(rows, name="adamw", impl="torch", params=n)
         if tri and copy:
@@ -297,10 +305,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """``dsbench verify-gpu``: see the module docstring."""
-    from tabulate import tabulate
-
-    from dsbench import results
-
     global DEVICE
     DEVICE = args.device
     if DEVICE == "cuda" and not torch.cuda.is_available():
@@ -312,25 +316,45 @@ def run(args: argparse.Namespace) -> int:
     name = torch.cuda.get_device_name() if DEVICE == "cuda" else "cpu (dry run)"
     print(f"device: {name}, torch {torch.__version__}", flush=True)
     checks, build_s = verify()
-    rows, env, profile = timing_rows(args.quick)
+    timed, env, profile = timing_rows(args.quick)
+    path = write_result(args.out, timed + check_rows(checks), env, profile, build_s, started)
+    print_report(checks, build_s, timed)
+    print(f"wrote {path} ({(datetime.now(UTC) - started).total_seconds():.0f} s)")
+    return 1 if any(not c.ok for c in checks) else 0
+
+
+CHECK_ROW_ORDER = ("id", "name", "params", "status", "metric", "unit", "direction")
+"""A check row's keys come in this order, then ``error`` or its value (as always written)."""
+
+
+def check_rows(checks: list[Check]) -> list[Row]:
+    """One row per correctness check, ``verify.<op>[impl=...,case=...]``: an ok row carries a
+    value like every measurement (compare and publish read it): a passed check is 1."""
     from dsbench.stats import summarize
 
-    passed = {"value": 1.0, "samples": [1.0], "stats": summarize([1.0]).to_dict()}
-    for c in checks:
-        rows.append(
-            {
-                "id": f"verify.{c.op}[impl={c.impl},case={c.case}]",
-                "name": f"verify.{c.op}",
-                "params": {"impl": c.impl, "case": c.case},
-                "status": "ok" if c.ok else "failed",
-                "metric": "correct",
-                "unit": "",
-                "direction": "higher",
-                # an ok row carries a value like every measurement (compare and publish read
-                # it): a passed check is 1
-                **(passed if c.ok else {"error": c.detail}),
-            }
+    passed = summarize([1.0]).to_dict()
+    return [
+        Row(
+            id=f"verify.{c.op}[impl={c.impl},case={c.case}]",
+            name=f"verify.{c.op}",
+            params={"impl": c.impl, "case": c.case},
+            status=OK if c.ok else "failed",
+            error=UNSET if c.ok else c.detail,
+            metric="correct",
+            unit="",
+            direction=HIGHER,
+            value=1.0 if c.ok else UNSET,
+            samples=[1.0] if c.ok else UNSET,
+            stats=passed if c.ok else UNSET,
+            key_order=CHECK_ROW_ORDER,
         )
+        for c in checks
+    ]
+
+
+def write_result(out, rows: list[Row], env: dict, profile: Profile, build_s: dict, started):
+    """Write the run (timings, then checks) as a dsbench result file; returns its path."""
+    from dsbench import results
     from dsbench.runner import new_run_doc
 
     doc = new_run_doc(
@@ -338,18 +362,22 @@ def run(args: argparse.Namespace) -> int:
         label="verify-gpu",
         env=env,
         profile=profile,
-        rows=rows,
+        rows=[r.to_json() for r in rows],
         started=started,
         argv=sys.argv[1:],
     )
     doc["build_seconds"] = build_s
-    path = results.write_run(doc, root=args.out)
-    failed = [c for c in checks if not c.ok]
+    return results.write_run(doc, root=out)
+
+
+def print_report(checks: list[Check], build_s: dict[str, float], timed: list[Row]) -> None:
+    """Checks passed per implementation, the failures, the timings and the goals."""
+    from tabulate import tabulate
+
     summary = {}
     for c in checks:
-        key = (c.op, c.impl)
-        good, total = summary.get(key, (0, 0))
-        summary[key] = (good + c.ok, total + 1)
+        good, total = summary.get((c.op, c.impl), (0, 0))
+        summary[c.op, c.impl] = (good + c.ok, total + 1)
     print(
         tabulate(
             [
@@ -359,25 +387,23 @@ def run(args: argparse.Namespace) -> int:
             headers=["op", "impl", "checks passed", "build/load s"],
         )
     )
-    for c in failed:
-        print(f"FAILED {c.op}[{c.impl}] {c.case}: {c.detail}")
+    for c in checks:
+        if not c.ok:
+            print(f"FAILED {c.op}[{c.impl}] {c.case}: {c.detail}")
     print(
         tabulate(
             [
                 [
-                    r["id"],
-                    f"{r['value']:.4g} {r['unit']}" if r["status"] == "ok" else r["status"],
-                    f"{r['pct_of_peak']:.1f}%" if r.get("pct_of_peak") else "",
+                    r.id,
+                    f"{r.value:.4g} {r.unit}" if r.ok else r.status,
+                    f"{r.pct_of_peak:.1f}%" if r.pct_of_peak else "",
                 ]
-                for r in rows
-                if not r["name"].startswith("verify.")
+                for r in timed
             ],
             headers=["benchmark", "median", "% of peak"],
         )
     )
-    print(tabulate(targets(rows), headers=["target", "measured", "goal"]))
-    print(f"wrote {path} ({(datetime.now(UTC) - started).total_seconds():.0f} s)")
-    return 1 if failed else 0
+    print(tabulate(targets(timed), headers=["target", "measured", "goal"]))
 
 
 if __name__ == "__main__":
