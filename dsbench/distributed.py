@@ -155,7 +155,7 @@ def spawn_ranks(
     every rank at once and propagates.
     """
     ctx = mp.get_context("spawn")
-    messages = ctx.Queue()
+    inbox = _Inbox(ctx.Queue(), on_message)
     steps = ctx.RawArray("q", [-1] * world)
     words = ctx.RawArray("c", world * _DOING_BYTES)
     port = free_port()
@@ -170,76 +170,103 @@ def spawn_ranks(
                 device_type,
                 target,
                 payload,
-                messages,
+                inbox.messages,
                 collective_timeout_s,
                 (steps, words),
             ),
         )
         for r in range(world)
     ]
-    done: set[int] = set()
-    errors: dict[int, str] = {}  # in the order they arrived
-    first_failure = None  # when the first failure was seen
-    dead: dict[int, int] = {}
-    silent: list[int] = []
-
-    def receive(timeout: float) -> bool:
-        try:
-            kind, rank, body = messages.get(timeout=timeout)
-        except queue.Empty:
-            return False
-        if kind == "msg" and on_message is not None:
-            on_message(rank, pickle.loads(body))
-        elif kind == "done":
-            done.add(rank)
-        elif kind == "error":
-            errors.setdefault(rank, body)
-        return True
-
     try:
         for p in procs:
             p.start()
-        deadline = time.monotonic() + timeout_s
-        while len(done) < world:
-            now = time.monotonic()
-            unaccounted = [r for r, p in enumerate(procs) if r not in done and r not in errors]
-            if first_failure is not None and (
-                now > first_failure + SETTLE_S or not any(procs[r].is_alive() for r in unaccounted)
-            ):
-                break
-            if first_failure is None and now > deadline:
-                break
-            if receive(0.2):
-                if errors and first_failure is None:
-                    first_failure = time.monotonic()
-            elif first_failure is None and any(
-                not procs[r].is_alive() and procs[r].exitcode != 0 for r in unaccounted
-            ):
-                first_failure = time.monotonic()
-        while receive(0.05):  # what the ranks said before they died
+        _wait(procs, inbox, timeout_s)
+        while inbox.receive(0.05):  # what the ranks said before they died
             pass
-        for r, p in enumerate(procs):
-            if r in done or r in errors:
-                continue
-            if p.is_alive():
-                silent.append(r)
-            elif p.exitcode != 0:
-                dead[r] = p.exitcode
+        dead, silent = _unaccounted(procs, inbox)
     finally:
-        for p in procs:
-            if p.is_alive() and p.pid is not None:
-                p.terminate()
-        for p in procs:
-            if p.pid is not None:
-                p.join(timeout=5)
-                if p.is_alive():
-                    p.kill()
-                    p.join(timeout=5)
-        messages.close()
-        messages.join_thread()
-    message = _failure_message(world, errors, dead, silent, _where(steps, words), timeout_s)
+        _stop(procs, inbox.messages)
+    message = _failure_message(world, inbox.errors, dead, silent, _where(steps, words), timeout_s)
     if message:
         raise RankFailure(message)
+
+
+class _Inbox:
+    """What the ranks sent: finished ranks, errors (in the order they arrived), messages."""
+
+    def __init__(self, messages, on_message: Callable[[int, object], None] | None):
+        self.messages, self.on_message = messages, on_message
+        self.done: set[int] = set()
+        self.errors: dict[int, str] = {}
+
+    def receive(self, timeout: float) -> bool:
+        """Take one message off the queue (False: none came within ``timeout`` seconds)."""
+        try:
+            kind, rank, body = self.messages.get(timeout=timeout)
+        except queue.Empty:
+            return False
+        if kind == "msg" and self.on_message is not None:
+            self.on_message(rank, pickle.loads(body))
+        elif kind == "done":
+            self.done.add(rank)
+        elif kind == "error":
+            self.errors.setdefault(rank, body)
+        return True
+
+    def accounted(self, rank: int) -> bool:
+        return rank in self.done or rank in self.errors
+
+
+def _wait(procs: list, inbox: _Inbox, timeout_s: float) -> None:
+    """Receive until every rank is done, or ``SETTLE_S`` after the first failure (an error or
+    a rank that died) or sooner once every rank is accounted for, or at ``timeout_s``."""
+    first_failure = None  # when the first failure was seen
+    deadline = time.monotonic() + timeout_s
+    while len(inbox.done) < len(procs):
+        now = time.monotonic()
+        unaccounted = [r for r in range(len(procs)) if not inbox.accounted(r)]
+        if first_failure is not None and (
+            now > first_failure + SETTLE_S or not any(procs[r].is_alive() for r in unaccounted)
+        ):
+            break
+        if first_failure is None and now > deadline:
+            break
+        if inbox.receive(0.2):
+            if inbox.errors and first_failure is None:
+                first_failure = time.monotonic()
+        elif first_failure is None and any(
+            not procs[r].is_alive() and procs[r].exitcode != 0 for r in unaccounted
+        ):
+            first_failure = time.monotonic()
+
+
+def _unaccounted(procs: list, inbox: _Inbox) -> tuple[dict[int, int], list[int]]:
+    """Ranks that neither finished nor reported an error: (dead: exit codes, silent: alive)."""
+    dead: dict[int, int] = {}
+    silent: list[int] = []
+    for r, p in enumerate(procs):
+        if inbox.accounted(r):
+            continue
+        if p.is_alive():
+            silent.append(r)
+        elif p.exitcode != 0:
+            dead[r] = p.exitcode
+    return dead, silent
+
+
+def _stop(procs: list, messages) -> None:
+    """Terminate the ranks still running (kill those that ignore it) and close the queue."""
+    for p in procs:
+        if p.is_alive() and p.pid is not None:
+            p.terminate()
+    for p in procs:
+        if p.pid is not None:
+            p.join(timeout=5)
+            if p.is_alive():
+                p.kill()
+                p.join(timeout=5)
+    messages.close()
+    messages.join_thread()
 
 
 def _where(steps, words) -> Callable[[int], str]:
