@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 
+from dsbench import records
 from dsbench.compare.render import render
 from dsbench.compare.selection import Side, confounders, is_asv
 from dsbench.errors import UsageError
-from dsbench.results import Run, row_rounds
+from dsbench.records import Direction, value_or
+from dsbench.results import Run
 from dsbench.stats import VERDICTS, Noise, Verdict, centre, judge, round_spread
 
 ENV_LABEL_KEYS = ("python", "deepspeed")
@@ -22,7 +25,7 @@ ENV_LABEL_IF_DIFFERENT = ("torch", "triton", "numpy", "backend", "device")
 class Row:
     id: str
     unit: str
-    direction: str | None
+    direction: Direction | None
     baseline: float | None
     """The baseline's centre: the geometric mean of its rounds' medians (one round: median)."""
     contender: float | None
@@ -45,15 +48,22 @@ class Row:
         return self.change in VERDICTS
 
 
-def _side(row: dict | None) -> str:
+def _side(row: records.Row | None) -> str:
     if row is None:
         return "missing"
-    return "" if row["status"] == "ok" else row["status"]
+    return "" if row.ok else row.status
+
+
+def typed(rows: Mapping[str, dict | records.Row]) -> dict[str, records.Row]:
+    """Result rows by key as :class:`~dsbench.records.Row` (given as rows or their JSON)."""
+    return {
+        k: r if isinstance(r, records.Row) else records.Row.from_json(r) for k, r in rows.items()
+    }
 
 
 def compare_rows(
-    base: dict[str, dict],
-    cont: dict[str, dict],
+    base: Mapping[str, dict | records.Row],
+    cont: Mapping[str, dict | records.Row],
     factor: float = 1.05,
     level: float = 0.99,
     envs: tuple[str, str] = ("", ""),
@@ -69,14 +79,15 @@ def compare_rows(
     if not 1.0 <= factor < math.inf:  # NaN too
         raise UsageError(f"--factor must be a finite number >= 1.0, got {factor}")
     noise = noise or {}
+    base, cont = typed(base), typed(cont)
     out = []
     for bid in list(base) + [k for k in cont if k not in base]:
         b, c = base.get(bid), cont.get(bid)
         ref = b or c
         bs, cs = _side(b), _side(c)
-        unit_name, direction = ref.get("unit", ""), ref.get("direction")
-        bv = b["value"] if not bs else None
-        cv = c["value"] if not cs else None
+        unit_name, direction = value_or(ref.unit, ""), value_or(ref.direction)
+        bv = b.value if not bs else None
+        cv = c.value if not cs else None
         if bs or cs:
             if "missing" in (bs, cs):
                 why = "only in contender" if bs == "missing" else "only in baseline"
@@ -86,10 +97,10 @@ def compare_rows(
                 why = f"baseline {bs}" if bs else f"contender {cs}"
             out.append(_unjudged(bid, unit_name, direction, bv, cv, why, envs))
             continue
-        if b["direction"] != c["direction"] or b["unit"] != c["unit"]:
+        if b.direction != c.direction or b.unit != c.unit:
             out.append(_unjudged(bid, unit_name, direction, bv, cv, "units differ", envs))
             continue
-        b_rounds, c_rounds = row_rounds(b, unit), row_rounds(c, unit)
+        b_rounds, c_rounds = b.round_samples(unit), c.round_samples(unit)
         fig = noise.get(bid) if min(len(b_rounds), len(c_rounds)) == 1 else None
         v = judge(b_rounds, c_rounds, direction=direction, factor=factor, level=level, noise=fig)
         out.append(_row(bid, unit_name, direction, b_rounds, c_rounds, v, envs))
@@ -126,10 +137,10 @@ def noise_figures(runs: list[Run], machine: str) -> tuple[Run | None, dict[str, 
         return None, {}
     run = calib[-1]
     figures = {}
-    for bid, row in run.benchmarks.items():
-        if row["status"] != "ok":
+    for bid, row in run.rows.items():
+        if not row.ok:
             continue
-        sigma, df = round_spread(row_rounds(row, "launch"))
+        sigma, df = round_spread(row.round_samples("launch"))
         if df:
             figures[bid] = Noise(sigma=sigma, df=df, source=run.id)
     return run, figures

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from tabulate import tabulate
 
 from dsbench.errors import UsageError, choices_message
+from dsbench.records import HIGHER
 
 if TYPE_CHECKING:
     from dsbench.compare.comparison import Row
@@ -35,7 +36,7 @@ def render(rows: list[Row], fmt: str = "github") -> str:
     table = [
         [
             r.id,
-            r.unit + (" ↑" if r.direction == "higher" else " ↓" if r.direction else ""),
+            r.unit + (" ↑" if r.direction == HIGHER else " ↓" if r.direction else ""),
             _fmt(r.baseline),
             _fmt(r.contender),
             "" if r.ratio is None else f"{r.ratio:.3f}",

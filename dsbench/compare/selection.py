@@ -8,7 +8,7 @@ import dataclasses
 import re
 
 from dsbench.errors import UsageError, choices_message
-from dsbench.records import case_id
+from dsbench.records import Row, case_id
 from dsbench.results import Run
 
 ENV_KEYS = (
@@ -87,11 +87,11 @@ class Selector:
         return field_matches(self.key, run.fields.get(self.key), self.value)
 
     def rows(self, run: Run) -> dict[str, dict]:
-        """The run's rows this selector picks (all of them for a run-level selector)."""
+        """The run's rows this selector picks (all of them for a run-level selector), as JSON."""
         if not self.param:
             return run.benchmarks
-        return {k: r for k, r in run.benchmarks.items()
-                if str(r.get("params", {}).get(self.key)) == self.value}  # fmt: skip
+        return {k: run.benchmarks[k] for k, r in run.rows.items()
+                if str(r.params.get(self.key)) == self.value}  # fmt: skip
 
 
 def field_matches(key: str, actual: str | None, wanted: str) -> bool:
@@ -147,7 +147,7 @@ class Side:
 
 
 def param_keys(runs: list[Run]) -> frozenset[str]:
-    return frozenset(k for r in runs for row in r.doc["benchmarks"] for k in row.get("params", {}))
+    return frozenset(k for r in runs for row in r.rows.values() for k in row.params)
 
 
 def _strip(rows: dict[str, dict], keys: set[str]) -> dict[str, dict]:
@@ -155,9 +155,10 @@ def _strip(rows: dict[str, dict], keys: set[str]) -> dict[str, dict]:
     if not keys:
         return rows
     out = {}
-    for row in rows.values():
-        params = {k: v for k, v in row.get("params", {}).items() if k not in keys}
-        out[case_id(row["name"], params)] = row
+    for raw in rows.values():
+        row = Row.from_json(raw)
+        params = {k: v for k, v in row.params.items() if k not in keys}
+        out[case_id(row.name, params)] = raw
     return out
 
 
@@ -179,8 +180,8 @@ def pick_runs(
         cont, c_note = select(runs, c_sel, role="contender")
         c_rows = c_sel.rows(cont)
     elif b_sel.param:  # the other values of that parameter, in the same run
-        others = {str(r["params"][b_sel.key]) for r in base.benchmarks.values()
-                  if b_sel.key in r.get("params", {})} - {b_sel.value}  # fmt: skip
+        others = {str(r.params[b_sel.key]) for r in base.rows.values()
+                  if b_sel.key in r.params} - {b_sel.value}  # fmt: skip
         if len(others) != 1:
             raise UsageError(f"{b_sel.key} has values {', '.join(sorted(others)) or '(none)'} "
                              f"besides {b_sel.value}; choose one with --contender "
@@ -199,7 +200,7 @@ def pick_runs(
 
 def shared_cases(a: Run, b: Run) -> int:
     """How many benchmark cases both runs measured (status ok)."""
-    ok = lambda run: {k for k, r in run.benchmarks.items() if r["status"] == "ok"}  # noqa: E731
+    ok = lambda run: {k for k, r in run.rows.items() if r.ok}  # noqa: E731
     return len(ok(a) & ok(b))
 
 
