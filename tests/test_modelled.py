@@ -306,3 +306,13 @@ def test_stored_profile_gives_calibrated_ceilings(tmp_path):
     profile = modelled.stored_profile(results.load_runs(tmp_path), "h100-sxm")
     assert profile is not None and profile.peak_tflops["fp16_matrix"].value == H100_FP16_TFLOPS
     assert modelled.stored_profile(results.load_runs(tmp_path), "mi300x") is None
+
+
+def test_inference_parameter_counts_match_the_presets():
+    """The inference definitions count work from GPT_PARAMS (no torch); each is the preset's own
+    count, and every GPT preset is there."""
+    from dsbench.models import MODELS
+    from dsbench.suites import inference
+
+    gpt = {name: p.num_params() for name, p in MODELS.items() if p.family == "gpt"}
+    assert gpt == inference.GPT_PARAMS

@@ -12,10 +12,12 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-
-import torch
+from typing import TYPE_CHECKING
 
 from dsbench.records import case_id  # noqa: F401  (re-exported: suites.case_id)
+
+if TYPE_CHECKING:
+    import torch
 
 
 class Skip(Exception):
@@ -79,6 +81,20 @@ def gbps(name: str = "bandwidth", peak: str | None = "mem_bandwidth") -> Metric:
     )
 
 
+DTYPE_BITS = {"float64": 64, "float32": 32, "float16": 16, "bfloat16": 16}
+"""Bits per element of the dtypes the definitions use, so counting work needs no torch."""
+
+
+def dtype_bits(name: str) -> int:
+    """Bits per element of torch dtype ``name`` (``torch.finfo(dtype).bits``); torch is imported
+    only for a dtype outside :data:`DTYPE_BITS`."""
+    if name in DTYPE_BITS:
+        return DTYPE_BITS[name]
+    import torch
+
+    return torch.finfo(getattr(torch, name)).bits
+
+
 @dataclass(kw_only=True)
 class Context:
     """Where a case runs. Picklable, so spawned ranks can rebuild their cases."""
@@ -95,6 +111,8 @@ class Context:
 
     @property
     def torch_device(self) -> torch.device:
+        import torch
+
         return torch.device(self.device)
 
     @property

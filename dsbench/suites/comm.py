@@ -15,8 +15,6 @@ extra on CPUs or GPUs (only denormals are slow), so data stays representative.
 
 from __future__ import annotations
 
-import torch
-
 from dsbench.kernels import registry
 from dsbench.suites.base import Benchmark, Case, Context, Metric, Skip, Work, time_ms
 
@@ -81,6 +79,8 @@ def _make_work(op: str):
 
 def _make_setup(op: str):
     def setup(params: dict, ctx: Context) -> Case:
+        import torch
+
         n = ctx.world_size
         if n < 2:
             raise Skip(f"{op} needs at least 2 ranks; {n} device visible")

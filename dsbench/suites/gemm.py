@@ -8,8 +8,6 @@ Inputs are random (never zeros: GPUs draw less power and clock higher on zeros).
 
 from __future__ import annotations
 
-import torch
-
 from dsbench.kernels import registry
 from dsbench.suites.base import (
     Benchmark,
@@ -18,10 +16,10 @@ from dsbench.suites.base import (
     Metric,
     Skip,
     Work,
+    dtype_bits,
     impl_choices,
     time_ms,
 )
-from dsbench.timing import rotation_count
 
 BF16_CPU_FLAGS = ("amx_bf16", "avx512_bf16", "bf16")  # x86 AMX / AVX512-BF16, Arm BF16
 
@@ -53,11 +51,15 @@ def _grid(suite: str, ctx: Context) -> dict[str, list]:
 def _work(params: dict, ctx: Context) -> Work:
     """2·n³ FLOPs; bytes: A and B read once, C written once (3·n²·element size), the least
     traffic a square GEMM can move."""
-    n, elt = params["size"], torch.finfo(getattr(torch, params["dtype"])).bits // 8
+    n, elt = params["size"], dtype_bits(params["dtype"]) // 8
     return Work(flops=2.0 * n * n * n, bytes=3.0 * n * n * elt)
 
 
 def _setup(params: dict, ctx: Context) -> Case:
+    import torch
+
+    from dsbench.timing import rotation_count
+
     impl = registry.get("gemm", params["impl"])
     ok, why = impl.available("cuda" if ctx.gpu else "cpu")
     if not ok:

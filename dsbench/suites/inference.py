@@ -15,11 +15,29 @@ writes are not counted.
 
 from __future__ import annotations
 
-import torch
-
-from dsbench.suites.base import Benchmark, Case, Context, Metric, Work, time_ms
+from dsbench.suites.base import Benchmark, Case, Context, Metric, Work, dtype_bits, time_ms
 
 DECODE_WINDOW = 64
+
+GPT_PARAMS = {
+    "gpt-tiny": 1_350_400,
+    "gpt-mini": 6_967_296,
+    "gpt-small": 124_439_808,
+    "gpt-medium": 354_823_168,
+    "gpt-1b": 1_013_573_632,
+}
+"""``get_model(name).num_params()`` of the GPT presets (tests/test_modelled.py checks them), so
+that counting a case's work (publish models cases from it) needs no torch."""
+
+
+def num_params(model: str) -> int:
+    """The preset's exact parameter count: from :data:`GPT_PARAMS`, else built on the meta
+    device (nothing is allocated)."""
+    if model in GPT_PARAMS:
+        return GPT_PARAMS[model]
+    from dsbench.models import get_model
+
+    return get_model(model).num_params()
 
 
 def _grid(suite: str, ctx: Context) -> dict[str, list]:
@@ -32,17 +50,17 @@ def _grid(suite: str, ctx: Context) -> dict[str, list]:
 
 def _work(params: dict, ctx: Context, *, decode: bool) -> Work:
     """One prefill of the prompt (B·T0 tokens) or one decode step (B tokens), counted from the
-    preset's parameter count (built on the meta device: nothing is allocated)."""
-    from dsbench.models import get_model
-
-    n = get_model(params["model"]).num_params()
-    weight_bytes = n * torch.finfo(getattr(torch, params["dtype"])).bits // 8
+    preset's parameter count (:func:`num_params`: nothing is allocated)."""
+    n = num_params(params["model"])
+    weight_bytes = n * dtype_bits(params["dtype"]) // 8
     tokens = params["batch"] * (1 if decode else params["prompt"])
     return Work(tokens=tokens, items=1 if decode else 0, flops=2.0 * n * tokens,
                 bytes=weight_bytes)  # fmt: skip
 
 
 def _model_and_prompt(params: dict, ctx: Context):
+    import torch
+
     from dsbench.models import get_model
     from dsbench.models.gpt import KVCache
 
@@ -56,6 +74,8 @@ def _model_and_prompt(params: dict, ctx: Context):
 
 
 def _prefill_setup(params: dict, ctx: Context) -> Case:
+    import torch
+
     from dsbench.models.gpt import prefill
 
     preset, model, prompt, cache = _model_and_prompt(params, ctx)
@@ -70,6 +90,8 @@ def _prefill_setup(params: dict, ctx: Context) -> Case:
 
 
 def _decode_setup(params: dict, ctx: Context) -> Case:
+    import torch
+
     from dsbench.models.gpt import decode_step, prefill
 
     preset, model, prompt, cache = _model_and_prompt(params, ctx)

@@ -10,10 +10,7 @@ back), whether or not an implementation actually writes it.
 
 from __future__ import annotations
 
-import torch
-
 from dsbench.kernels import registry
-from dsbench.kernels.reference import fused_adamw_supported
 from dsbench.suites.base import (
     Benchmark,
     Case,
@@ -25,7 +22,6 @@ from dsbench.suites.base import (
     impl_choices,
     time_ms,
 )
-from dsbench.timing import rotation_count
 
 ADAMW_BYTES_PER_PARAM = 28
 
@@ -57,6 +53,11 @@ def _work(params: dict, ctx: Context) -> Work:
 
 
 def _setup(params: dict, ctx: Context) -> Case:
+    import torch
+
+    from dsbench.kernels.reference import fused_adamw_supported
+    from dsbench.timing import rotation_count
+
     impl = registry.get("adamw", params["impl"])
     ok, why = impl.available("cuda" if ctx.gpu else "cpu")
     if not ok:
@@ -137,6 +138,8 @@ def _copy_work(params: dict, ctx: Context) -> Work:
 
 
 def _copy_setup(params: dict, ctx: Context) -> Case:
+    import torch
+
     n = params["size"] // 4
     src = torch.rand(n, device=ctx.torch_device)
     dst = torch.empty_like(src)

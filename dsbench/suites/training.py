@@ -70,11 +70,10 @@ path they select, and the ZeRO wrapper around it) and ``deepspeed`` (its version
 
 from __future__ import annotations
 
-import torch
+from dataclasses import dataclass
+from typing import Any
 
-from dsbench.memory import release_freed
 from dsbench.suites.base import Benchmark, Case, Context, Metric, Skip, Work, time_ms
-from dsbench.suites.step_floor import measure_floor, owned_elements, phase_breakdown
 
 STAGES = (1, 2, 3)
 COLLECTIVES = ("allreduce", "reduce_scatter", "allgather")
@@ -231,6 +230,7 @@ GRAD_NORM = (
 def dsbench_notes(engine) -> dict:
     """What dsbench's engine really runs: the registry implementation per op, the collectives
     and the optimizer."""
+    import torch
     import torch.distributed as dist
 
     from dsbench.kernels import registry
@@ -288,27 +288,38 @@ def deepspeed_notes(engine) -> dict:
     }
 
 
-def _setup(params: dict, ctx: Context) -> Case:
-    import torch.distributed as dist
+def _check_deepspeed(params: dict) -> None:
+    """Skip a DeepSpeed case where DeepSpeed is missing or the case is not one it runs."""
+    from dsbench.engines.deepspeed import INSTALL_HINT, deepspeed_version
 
+    if deepspeed_version() is None:
+        raise Skip(f"DeepSpeed is not installed; {INSTALL_HINT}")
+    if not _keep(params):
+        raise Skip("DeepSpeed uses its own comm layer over torch.distributed: comm=native only")
+
+
+@dataclass(frozen=True)
+class _Built:
+    """A case's engine and what it was built from."""
+
+    preset: Any  # dsbench.models.ModelPreset
+    cfg: Any  # dsbench.zero.config.DSConfig
+    kernels: dict[str, str] | None  # dsbench's registry implementations; None for DeepSpeed
+    fused: bool | None  # fused AdamW asked for (kernels=best), else torch's default
+    engine: Any
+
+
+def _build(params: dict, ctx: Context, world: int) -> _Built:
+    """The case's model, ZeRO config and engine."""
     from dsbench.engines import build_engine
     from dsbench.models import get_model
-    from dsbench.models.data import batch_index
     from dsbench.zero.config import load_config
 
-    world = dist.get_world_size()
-    deepspeed = params["engine"] == "deepspeed"
-    if deepspeed:
-        from dsbench.engines.deepspeed import INSTALL_HINT, deepspeed_version
-
-        if deepspeed_version() is None:
-            raise Skip(f"DeepSpeed is not installed; {INSTALL_HINT}")
-        if not _keep(params):
-            raise Skip("DeepSpeed uses its own comm layer over torch.distributed: comm=native only")
     preset = get_model(params["model"])
     cfg = load_config(
         ds_config(params, world), world_size=world, warn=lambda m: None, for_engine=params["engine"]
     )
+    deepspeed = params["engine"] == "deepspeed"
     kernels = None if deepspeed else case_kernels(params, "cuda" if ctx.gpu else "cpu")
     fused = True if params["kernels"] == "best" else None
     model = preset.build(seed=0, device=ctx.device)
@@ -321,47 +332,81 @@ def _setup(params: dict, ctx: Context) -> Case:
         fused_optimizer=fused,
         grad_norm_every_step=True,  # DeepSpeed's ZeRO optimizers compute it at every step
     )
+    return _Built(preset=preset, cfg=cfg, kernels=kernels, fused=fused, engine=engine)
+
+
+def _step_functions(built: _Built, params: dict, ctx: Context, world: int):
+    """``train_step()`` (one timed optimizer step) and ``micro_batches()`` (the next step's
+    micro-batches, for the floor and the phases), both advancing the same step counter."""
+    import torch
+    import torch.distributed as dist
+
+    from dsbench.models.data import batch_index
+
+    preset, engine = built.preset, built.engine
     mb, gas, rank = params["micro_batch"], params["grad_accum"], dist.get_rank()
     dtype = getattr(torch, params["dtype"])
     state = {"step": 0}
 
+    def batch(step: int, micro: int) -> tuple:
+        index = batch_index(step, rank=rank, world_size=world, micro_step=micro, grad_accum=gas)
+        return preset.batch(mb, seed=0, step=index, device=ctx.device, dtype=dtype)
+
     def train_step() -> None:
         for micro in range(gas):
-            index = batch_index(
-                state["step"], rank=rank, world_size=world, micro_step=micro, grad_accum=gas
-            )
-            batch = preset.batch(mb, seed=0, step=index, device=ctx.device, dtype=dtype)
             # Through the engine's forward, as users call it: DeepSpeed's registers the backward
             # hook that divides gradients by gradient_accumulation_steps (engine.module would
             # skip it, leaving DeepSpeed's gradients and norm gas times too large).
-            loss = preset.loss(engine, batch)
+            loss = preset.loss(engine, batch(state["step"], micro))
             engine.backward(loss)
             engine.step()
         state["step"] += 1
 
     def micro_batches() -> list[tuple]:
-        step, out = state["step"], []
-        for micro in range(gas):
-            index = batch_index(step, rank=rank, world_size=world, micro_step=micro,
-                                grad_accum=gas)  # fmt: skip
-            out.append(preset.batch(mb, seed=0, step=index, device=ctx.device, dtype=dtype))
+        step = state["step"]
+        out = [batch(step, micro) for micro in range(gas)]
         state["step"] += 1
         return out
 
-    def profile() -> dict:
-        """After timing: this rank's compute-only floor, and the phases of a few more steps."""
-        from dsbench.kernels import registry
+    return train_step, micro_batches
 
-        adamw = registry.get("adamw", (kernels or {}).get("adamw", "torch"))
+
+def _profile_function(built: _Built, micro_batches, params: dict, ctx: Context, world: int):
+    """``profile()``, called after timing: this rank's compute-only floor, and the phases of a
+    few more steps."""
+    preset, engine = built.preset, built.engine
+
+    def profile() -> dict:
+        import torch
+
+        from dsbench.kernels import registry
+        from dsbench.memory import release_freed
+        from dsbench.suites.step_floor import measure_floor, owned_elements, phase_breakdown
+
+        adamw = registry.get("adamw", (built.kernels or {}).get("adamw", "torch"))
         floor = measure_floor(
-            preset, micro_batches(), dtype=dtype, device=ctx.device,
+            preset, micro_batches(), dtype=getattr(torch, params["dtype"]), device=ctx.device,
             owned=owned_elements(preset.num_params(), params["stage"], world),
-            adamw=adamw.load(), fused=getattr(engine, "_fused", fused),
+            adamw=adamw.load(), fused=getattr(engine, "_fused", built.fused),
         )  # fmt: skip
         release_freed(ctx.device)
         phases = phase_breakdown(engine, micro_batches, preset.loss, device=ctx.device)
         return {**floor, "phases_ms": phases}
 
+    return profile
+
+
+def _setup(params: dict, ctx: Context) -> Case:
+    import torch.distributed as dist
+
+    world = dist.get_world_size()
+    deepspeed = params["engine"] == "deepspeed"
+    if deepspeed:
+        _check_deepspeed(params)
+    built = _build(params, ctx, world)
+    preset, cfg, engine = built.preset, built.cfg, built.engine
+    train_step, micro_batches = _step_functions(built, params, ctx, world)
+    profile = _profile_function(built, micro_batches, params, ctx, world)
     samples = cfg.batch.train_batch_size
     work = Work(
         items=samples,
