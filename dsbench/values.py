@@ -23,9 +23,10 @@ import difflib
 import json
 import math
 import sys
+import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 # --------------------------------------------------------------------------------------------
 # Values as the user wrote them
@@ -83,6 +84,24 @@ def closest(name: str, valid: Iterable[str]) -> str:
     """`` (did you mean 'x'?)`` for the valid name closest to ``name``, or ''."""
     close = difflib.get_close_matches(name, list(valid), n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+class _Readable(Protocol):
+    def read_text(self, encoding: str) -> str: ...
+
+
+def read_toml(file: _Readable, display: str, error: Callable[[str], Exception]) -> dict:
+    """The TOML document in ``file`` (a path or a package resource); any problem reading or
+    parsing it is ``error("<display>: <what>")``, in one line."""
+    try:
+        return tomllib.loads(file.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"{display}: not valid TOML: {' '.join(str(exc).split())}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise error(f"{display}: cannot read: {exc}") from None
+    except (ValueError, RecursionError) as exc:  # an integer of over 4300 digits, deep nesting
+        too = "nested too deeply" if isinstance(exc, RecursionError) else "a number too long"
+        raise error(f"{display}: not valid TOML: {too}") from None
 
 
 # --------------------------------------------------------------------------------------------

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import importlib.resources
 import re
-import tomllib
 from collections.abc import Mapping
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -25,7 +24,7 @@ from dsbench.hardware.schema import (
     Profile,
     ProfileError,
 )
-from dsbench.values import Reader, closest, is_number, show_toml
+from dsbench.values import Reader, closest, is_number, read_toml, show_toml
 
 # --------------------------------------------------------------------------------------------
 # Loading and validation
@@ -149,16 +148,7 @@ def load_profile_file(file: str | Path | Traversable, display: str | None = None
         parent = getattr(file, "parent", None)
         display = f"{parent.name}/{file.name}" if parent is not None else file.name
     stem = file.name.removesuffix(".toml")
-    try:
-        data = tomllib.loads(file.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        message = " ".join(str(exc).split())
-        raise ProfileError(f"{display}: not valid TOML: {message}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ProfileError(f"{display}: cannot read: {exc}") from None
-    except (ValueError, RecursionError) as exc:  # an integer of over 4300 digits, deep nesting
-        too = "nested too deeply" if isinstance(exc, RecursionError) else "a number too long"
-        raise ProfileError(f"{display}: not valid TOML: {too}") from None
+    data = read_toml(file, display, ProfileError)
     return _Parser(display, stem).parse(data, display)
 
 
