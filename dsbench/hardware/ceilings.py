@@ -225,58 +225,70 @@ def measure_ceilings(device: str = "cpu") -> dict[str, Any]:
     try:
         torch.set_num_threads(threads)
         torch.set_float32_matmul_precision("highest")  # fp32 means fp32, not TF32
-
-        # -- memory ---------------------------------------------------------------------------
-        nbytes = (1024 if gpu else 256) * 2**20
-        reps = 5 if gpu else 20
-        stream = _stream_rates(dev, nbytes, sync, reps, inner=20 if gpu else 1)
-        best = max(stream, key=stream.__getitem__)
-        copy_gbps = stream["copy"] / 2  # bytes copied per second
-        methods["memory_bandwidth_gbps"] = (
-            f"the best of four kernels on {nbytes // 2**20} MiB float32 tensors{on}, best of "
-            f"at least {reps} reps and {STREAM_SECONDS:g} s each, counting bytes read + written: "
-            "read-only Tensor.sum "
-            f"{stream['sum']:.1f} GB/s, Tensor.copy_ {stream['copy']:.1f} GB/s, in-place "
-            f"Tensor.mul_ {stream['scale']:.1f} GB/s, in-place Tensor.add_ {stream['add']:.1f} "
-            f"GB/s; ceiling = {best} (in-place and read-only kernels avoid write-allocate "
-            "traffic)"
-        )
-        methods["copy_bandwidth_gbps"] = (
-            "gloo between local ranks moves data through host memory, so its ceiling is the "
-            f"bytes copied per second by Tensor.copy_{on} (each byte read once and written "
-            f"once): {copy_gbps:.1f} GB/s"
-        )
-
-        # -- matmul ---------------------------------------------------------------------------
-        dtypes = (
-            [torch.float16, torch.bfloat16, torch.float32]
-            if gpu
-            else [torch.float32, torch.bfloat16]
-        )
-        sizes = GPU_MATMUL_SIZES if gpu else CPU_MATMUL_SIZES
-        rates: dict[str, float] = {}
-        for dtype in dtypes:
-            by_size, mreps = _matmul_rates(dev, dtype, sizes, sync, gpu=gpu)
-            dname = str(dtype).removeprefix("torch.")
-            top = max(by_size, key=by_size.__getitem__)
-            rates[dname] = by_size[top]
-            each = ", ".join(f"{n}: {r:.3g}" for n, r in by_size.items())
-            methods[f"matmul_{dname}"] = (
-                f"the best over sizes n = {', '.join(map(str, by_size))} of up to {mreps} reps "
-                "each (at least 3, about a second a size), "
-                f"{dname} n x n x n torch.matmul on random normal data{on} (2*n^3 FLOPs"
-                f"{', TF32 off' if dtype == torch.float32 and gpu else ''}; TFLOP/s by n: "
-                f"{each}); ceiling at n = {top}"
-            )
+        memory, copy_gbps = _memory_ceiling(dev, sync, on, methods)
+        rates = _matmul_ceilings(dev, sync, on, methods)
     finally:
         torch.set_float32_matmul_precision(old_precision)
         torch.set_num_threads(old_threads)
     return {
-        "memory_bandwidth_gbps": stream[best],
+        "memory_bandwidth_gbps": memory,
         "copy_bandwidth_gbps": copy_gbps,
         "matmul_tflops": rates,
         "methods": methods,
     }
+
+
+def _memory_ceiling(dev, sync, on: str, methods: dict[str, str]) -> tuple[float, float]:
+    """(memory bandwidth ceiling, bytes copied per second) in GB/s, each with its method in
+    ``methods`` (see :func:`measure_ceilings`)."""
+    gpu = dev.type == "cuda"
+    nbytes = (1024 if gpu else 256) * 2**20
+    reps = 5 if gpu else 20
+    stream = _stream_rates(dev, nbytes, sync, reps, inner=20 if gpu else 1)
+    best = max(stream, key=stream.__getitem__)
+    copy_gbps = stream["copy"] / 2  # bytes copied per second
+    methods["memory_bandwidth_gbps"] = (
+        f"the best of four kernels on {nbytes // 2**20} MiB float32 tensors{on}, best of "
+        f"at least {reps} reps and {STREAM_SECONDS:g} s each, counting bytes read + written: "
+        "read-only Tensor.sum "
+        f"{stream['sum']:.1f} GB/s, Tensor.copy_ {stream['copy']:.1f} GB/s, in-place "
+        f"Tensor.mul_ {stream['scale']:.1f} GB/s, in-place Tensor.add_ {stream['add']:.1f} "
+        f"GB/s; ceiling = {best} (in-place and read-only kernels avoid write-allocate "
+        "traffic)"
+    )
+    methods["copy_bandwidth_gbps"] = (
+        "gloo between local ranks moves data through host memory, so its ceiling is the "
+        f"bytes copied per second by Tensor.copy_{on} (each byte read once and written "
+        f"once): {copy_gbps:.1f} GB/s"
+    )
+    return stream[best], copy_gbps
+
+
+def _matmul_ceilings(dev, sync, on: str, methods: dict[str, str]) -> dict[str, float]:
+    """The best matmul rate per dtype in TFLOP/s, each with its method in ``methods`` (see
+    :func:`measure_ceilings`)."""
+    import torch
+
+    gpu = dev.type == "cuda"
+    dtypes = (
+        [torch.float16, torch.bfloat16, torch.float32] if gpu else [torch.float32, torch.bfloat16]
+    )
+    sizes = GPU_MATMUL_SIZES if gpu else CPU_MATMUL_SIZES
+    rates: dict[str, float] = {}
+    for dtype in dtypes:
+        by_size, mreps = _matmul_rates(dev, dtype, sizes, sync, gpu=gpu)
+        dname = str(dtype).removeprefix("torch.")
+        top = max(by_size, key=by_size.__getitem__)
+        rates[dname] = by_size[top]
+        each = ", ".join(f"{n}: {r:.3g}" for n, r in by_size.items())
+        methods[f"matmul_{dname}"] = (
+            f"the best over sizes n = {', '.join(map(str, by_size))} of up to {mreps} reps "
+            "each (at least 3, about a second a size), "
+            f"{dname} n x n x n torch.matmul on random normal data{on} (2*n^3 FLOPs"
+            f"{', TF32 off' if dtype == torch.float32 and gpu else ''}; TFLOP/s by n: "
+            f"{each}); ceiling at n = {top}"
+        )
+    return rates
 
 
 def over_peak_note(measured: bool | None) -> str:
