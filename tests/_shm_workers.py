@@ -14,7 +14,7 @@ import glob
 import torch
 import torch.distributed as dist
 
-from dsbench.kernels import shm
+from dsbench.kernels import registry, shm
 from dsbench.kernels.reference import allgather as native_allgather
 from dsbench.kernels.reference import allreduce as native_allreduce
 from dsbench.kernels.reference import reduce_scatter as native_reduce_scatter
@@ -165,3 +165,29 @@ def check_shm(payload, *, device, send):
         failures.append(f"workspace files left behind: {left}")
     failures += [f for c in checkers for f in c.failures]
     send({"rank": rank, "checks": sum(c.checks for c in checkers), "failures": failures})
+
+
+def allgather_in_place(payload, *, device, send):
+    """Every CPU all-gather of the registry, with its input a view of its own output (the rank's
+    slice, as ZeroEngine._publish_params passes it): ``{impl: True if every rank got the whole
+    gathered tensor, else what differed}``."""
+    import torch.distributed as dist
+
+    rank, world, out = dist.get_rank(), dist.get_world_size(), {}
+    for name in registry.names("allgather"):
+        impl = registry.get("allgather", name)
+        if not impl.available("cpu")[0]:
+            continue
+        fn, wrong = impl.load(), []
+        for n in (1, 1000, 1_000_003):
+            full = torch.zeros(world * n)
+            mine = full[rank * n : (rank + 1) * n]
+            mine.copy_(torch.arange(n, dtype=torch.float32) + 1e6 * rank)
+            fn(full, mine)
+            expected = torch.cat(
+                [torch.arange(n, dtype=torch.float32) + 1e6 * r for r in range(world)]
+            )
+            if not torch.equal(full, expected):
+                wrong.append(n)
+        out[name] = True if not wrong else f"sizes {wrong} differ"
+    send(out)

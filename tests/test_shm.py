@@ -37,3 +37,21 @@ def test_shm_is_registered_for_every_collective_on_cpu_only():
         ok, why = impl.available("cuda")
         assert not ok and "GPU" in why
         assert impl.load() is getattr(shm, op)
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_every_cpu_allgather_works_in_place(world):
+    """The engine all-gathers a bucket with the rank's own slice of the output as the input (no
+    copy of it first): every registered CPU implementation must give the whole tensor then."""
+    got = {}
+    spawn_ranks(
+        "tests._shm_workers:allgather_in_place",
+        world,
+        None,
+        on_message=lambda rank, msg: got.__setitem__(rank, msg),
+        timeout_s=240,
+    )
+    assert sorted(got) == list(range(world))
+    for rank, results in got.items():
+        assert set(results) >= {"native", "ring", "shm"}, results
+        assert all(v is True for v in results.values()), (rank, results)

@@ -32,6 +32,9 @@ class Bucket:
         self.master: torch.Tensor | None = None  # fp32 owned slice (optimizer input)
         self.master_is_param = False  # fp32 on the parameters' device: master is the storage
         self.grad: torch.Tensor | None = None  # fp32 owned gradient (optimizer input)
+        # nothing reduced into ``grad`` since the last optimizer step: its contents are stale and
+        # the next reduction writes it instead of adding to it
+        self.grad_empty = True
         self.exp_avg: torch.Tensor | None = None
         self.exp_avg_sq: torch.Tensor | None = None
 
@@ -44,6 +47,13 @@ class Bucket:
         return out
 
     def flat_grads(self, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+        """The bucket's gradients as one padded run: a single parameter's own gradient when it
+        is that run already (no padding, contiguous), else a new buffer (the caller owns it:
+        the engine drops the parameters' ``grad`` next)."""
+        if len(self.params) == 1 and self.numel == self.padded:
+            g = self.params[0].grad
+            if g is not None and g.is_contiguous() and g.dtype == dtype and g.device == device:
+                return g.view(-1)
         return self.flatten([p.grad for p in self.params], dtype, device)
 
     def bind(self, flat: torch.Tensor, attr: str = "data") -> None:
@@ -61,6 +71,6 @@ class Reduction:
     bucket: Bucket
     out: torch.Tensor  # the reduced (summed) gradient of the owned slice, compute dtype
     full: torch.Tensor  # the bucket's full gradient run that was reduced
-    accumulate: bool  # add into the owned fp32 gradient (stage >= 2) instead of replacing it
+    add: bool  # add into the owned fp32 gradient (a later micro-step, stage >= 2), not write it
     fresh: bool  # ``out`` is a buffer of its own (may be scaled in place)
-    contiguous: bool  # ``full`` is a view of the engine's flat gradient buffer
+    zero_full: bool  # zero ``full`` once reduced: a view of the flat gradient buffer (stage >= 2)

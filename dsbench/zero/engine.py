@@ -385,10 +385,13 @@ class ZeroEngine(Stage3):
                 p.grad = None  # the gradients now live in the bucket (accumulation restarts)
         if self.dtype == torch.float16:
             full.div_(self.world)  # fp16: pre-divide so the sum cannot overflow
-        accumulate = s.stage >= 2
+        # add into the owned gradient what an earlier micro-step of this accumulation left there
+        # (stage >= 2); the first reduction after a step writes it instead, so nothing zeroes it
+        add = s.stage >= 2 and not b.grad_empty
+        b.grad_empty = False
         if b.owned != b.padded and s.reduce_scatter:
             straight = b.grad.dtype == self.dtype and b.grad.device == self.device
-            if not accumulate and straight:  # straight into the owned gradient
+            if not add and straight:  # straight into the owned gradient
                 out = b.grad
             else:
                 out = torch.empty(b.owned, dtype=self.dtype, device=self.device)
@@ -398,7 +401,9 @@ class ZeroEngine(Stage3):
             out = full[b.lo : b.lo + b.owned]
             handle = self.comm.allreduce(full)
             fresh = False
-        self._pending.append((handle, Reduction(b, out, full, accumulate, fresh, contiguous)))
+        # reduced every micro-step (stage >= 2): the next micro-step starts from a zeroed buffer
+        zero_full = s.stage >= 2 and contiguous
+        self._pending.append((handle, Reduction(b, out, full, add, fresh, zero_full)))
         if not s.overlap_comm:
             self._drain()
 
@@ -411,12 +416,12 @@ class ZeroEngine(Stage3):
             # a fresh reduce-scatter output (or fp32 copy) is divided in place
             g = g.div_(self.world) if r.fresh or g is not out else g / self.world
         if b.grad.device != g.device:  # offload_optimizer: the shard is in host memory
-            self._host.grad_to_host(id(b), g, b.grad, r.accumulate)
-        elif r.accumulate:
+            self._host.grad_to_host(id(b), g, b.grad, r.add)
+        elif r.add:
             b.grad.add_(g)
         elif g is not b.grad:
             b.grad.copy_(g)
-        if r.accumulate and r.contiguous:  # reduced every micro-step: the next starts from zero
+        if r.zero_full:
             r.full.zero_()
         if isinstance(b, Unit) and not self._keep_until_step():  # Note [stage-3 reuse]
             self._release(b)
@@ -522,8 +527,8 @@ class ZeroEngine(Stage3):
             self._publish_params()
         else:
             self.skipped_steps += 1
-        for b in owned:
-            b.grad.zero_()
+        for b in owned:  # the next accumulation's first reduction overwrites the gradient
+            b.grad_empty = True
         if self.flat_grads is not None and self.settings.stage <= 1:  # stage 2 zeroes per bucket
             self.flat_grads.zero_()
         return applied and not overflow
@@ -541,7 +546,9 @@ class ZeroEngine(Stage3):
             if not b.master_is_param:
                 self._copy_weights(mine, b.master)
             if b.owned != b.padded:  # sharded: every rank gathers the others' updated slices
-                handles.append(self.comm.allgather(full, mine.clone()))
+                # in place: the input is this rank's slice of the output, as NCCL allows, and
+                # every CPU implementation too (tests/test_shm.py): no copy of the shard first
+                handles.append(self.comm.allgather(full, mine))
         if self._host is not None:
             self._host.published()
         with self._phase("allgather_wait"):
