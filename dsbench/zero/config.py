@@ -239,33 +239,75 @@ def load_config(
     ``for_engine="dsbench"`` refuses settings dsbench's engine does not implement (pointing to
     ``--engine deepspeed``); ``"deepspeed"`` only records them.
     """
-    if warn is None:
-
-        def warn(msg: str) -> None:
-            print(f"dsbench: warning: {msg}", file=sys.stderr)
-
+    warn = warn or _print_warning
     if for_engine not in ("dsbench", "deepspeed"):
         raise ValueError(f"for_engine must be 'dsbench' or 'deepspeed', got {for_engine!r}")
     world_size = READ.integer("world size", world_size, 1)
-    args = {
-        "train_batch_size": train_batch,
-        "train_micro_batch_size_per_gpu": micro_batch,
-        "gradient_accumulation_steps": grad_accum,
-    }
-    for key, value in args.items():
-        if value is not None:
-            args[key] = READ.integer(f"the requested {key}", value, 1)
+    args = _requested(train_batch=train_batch, micro=micro_batch, accum=grad_accum)
     raw = _read_source(source)
-    autos_in_order = list(hf_auto.auto_paths(raw))
-    filled, left = hf_auto.fill(raw, given=auto_values or {}, steps=steps, hidden_size=hidden_size)
+    autos = list(hf_auto.auto_paths(raw))
+    filled = _fill_auto(raw, auto_values or {}, steps=steps, hidden_size=hidden_size)
+    reader = _Reader()
+    sections = _read_sections(reader, raw)
+    batch, batch_filled, batch_note = _batch_sizes(sections.pop("batch"), args, world_size)
+    raw.update(
+        train_batch_size=batch.train_batch_size,
+        train_micro_batch_size_per_gpu=batch.train_micro_batch_size_per_gpu,
+        gradient_accumulation_steps=batch.gradient_accumulation_steps,
+    )
+    shown = {path: show_json(value) for path, value in filled.items()} | batch_filled
+    notes = [batch_note] if batch_note else []
+    if shown:
+        notes.append(
+            '"auto" filled as the Hugging Face Trainer would (command line first): '
+            + ", ".join(f"{path}={shown[path]}" for path in autos if path in shown)
+        )
+    config = DSConfig(
+        batch=batch,
+        ignored_keys=tuple(reader.ignored),
+        unsupported=tuple(reader.unsupported),
+        unknown_keys=tuple(sections.pop("unknown")),
+        notes=tuple(notes),
+        raw=raw,
+        **sections,
+    )
+    _report(config, reader.warnings, warn, for_engine)
+    return config
+
+
+def _print_warning(msg: str) -> None:
+    print(f"dsbench: warning: {msg}", file=sys.stderr)
+
+
+def _requested(**sizes: int | None) -> dict[str, int | None]:
+    """The command line's batch sizes (None: not given), by ds_config key, each checked."""
+    names = {"train_batch": _BATCH_KEYS[0], "micro": _BATCH_KEYS[1], "accum": _BATCH_KEYS[2]}
+    args: dict[str, int | None] = {}
+    for short, key in names.items():
+        value = sizes[short]
+        args[key] = None if value is None else READ.integer(f"the requested {key}", value, 1)
+    return args
+
+
+def _fill_auto(raw: dict, given: Mapping[str, Any], *, steps, hidden_size) -> dict[str, Any]:
+    """Step "auto": every placeholder but the batch sizes' filled in ``raw`` (in place), as the
+    Hugging Face Trainer fills it (:mod:`dsbench.zero.hf_auto`); the paths filled, with values.
+    One error lists those nothing can fill."""
+    filled, left = hf_auto.fill(raw, given=given, steps=steps, hidden_size=hidden_size)
     if left:
         raise ConfigError(
             '"auto" (a Hugging Face Trainer placeholder) has no value dsbench can fill for '
             + ", ".join(left)
             + "; write values into the config"
         )
-    reader = _Reader()
+    return filled
 
+
+def _read_sections(reader: _Reader, raw: dict) -> dict[str, Any]:
+    """Step "sections": each section of ``raw`` read into its dataclass, keys sorted into
+    implemented, ignored and refused (in ``reader``). Returns DSConfig's keyword arguments, with
+    ``unknown`` (top-level keys DeepSpeed does not know) and ``batch`` (the config's batch
+    sizes and which of them are "auto") still to be resolved."""
     # Top level: implemented, known to DeepSpeed but not implemented here, or unknown.
     unknown = [k for k in raw if k not in _TOP_IMPLEMENTED and k not in _TOP_NOT_IMPLEMENTED]
     for key in raw:
@@ -274,33 +316,42 @@ def load_config(
                 reader.unsupported.append(_describe(key, raw[key]))
             else:
                 reader.ignored.append(key)
-
-    top: dict[str, Any] = {}
+    out: dict[str, Any] = {"unknown": unknown}
     batch_in_config: dict[str, Any] = {}
     for key in _BATCH_KEYS:
         reader.take(raw, "", key, batch_in_config)
-    batch_autos, reader.autos = reader.autos, []
+    out["batch"], reader.autos = (batch_in_config, reader.autos), []
     for key in ("gradient_clipping", "steps_per_print", "wall_clock_breakdown"):
-        reader.take(raw, "", key, top)
-
-    fp16 = _read_precision(reader, raw, "fp16", "fp16", FP16Config, _FP16_NOT_IMPLEMENTED)
+        reader.take(raw, "", key, out)
+    out["fp16"] = _read_precision(reader, raw, "fp16", "fp16", FP16Config, _FP16_NOT_IMPLEMENTED)
     if "bf16" in raw and "bfloat16" in raw:
         raise ConfigError("give bf16 or its old name bfloat16, not both")
     bf16_key = "bfloat16" if "bfloat16" in raw else "bf16"
-    bf16 = _read_precision(reader, raw, bf16_key, bf16_key, BF16Config, _BF16_NOT_IMPLEMENTED)
-    zero = _read_zero(reader, raw)
+    out["bf16"] = _read_precision(
+        reader, raw, bf16_key, bf16_key, BF16Config, _BF16_NOT_IMPLEMENTED
+    )
+    out["zero_optimization"] = _read_zero(reader, raw)
     checkpointing, ac_ignored, ac_warnings = read_activation_checkpointing(
         raw.get("activation_checkpointing")
     )
     reader.ignored += ac_ignored
     reader.warnings += ac_warnings
-    optimizer = _read_optimizer(reader, raw)
-    scheduler = _read_scheduler(reader, raw, optimizer)
+    out["activation_checkpointing"] = checkpointing
+    out["optimizer"] = _read_optimizer(reader, raw)
+    out["scheduler"] = _read_scheduler(reader, raw, out["optimizer"])
+    return out
 
-    # Batch sizes (checked for type here, so that "auto" and bad types are told apart).
-    for key, value in batch_in_config.items():
-        batch_in_config[key] = READ.integer(key, value, 1)
-    sizes = resolve_batch(batch_in_config, batch_autos, args, world_size)
+
+def _batch_sizes(
+    in_config: tuple[dict[str, Any], list[str]], args: Mapping[str, int | None], world_size: int
+) -> tuple[BatchConfig, dict[str, str], str | None]:
+    """Step "batch arithmetic": the three sizes from the config's (``in_config``: values and
+    "auto" keys) and the command line's (:mod:`dsbench.zero.batch`), with the "auto" ones as
+    shown in the fill notice and one line saying what the command line changed."""
+    values, autos = in_config
+    # checked for type here, so that "auto" and bad types are told apart
+    values = {key: READ.integer(key, value, 1) for key, value in values.items()}
+    sizes = resolve_batch(values, autos, args, world_size)
     if sizes is None:
         raise ConfigError(
             "no batch size: set train_batch_size or train_micro_batch_size_per_gpu, "
@@ -312,53 +363,34 @@ def load_config(
         gradient_accumulation_steps=sizes.accum,
         world_size=world_size,
     )
-    raw.update(
-        train_batch_size=sizes.train,
-        train_micro_batch_size_per_gpu=sizes.micro,
-        gradient_accumulation_steps=sizes.accum,
-    )
-    shown = {path: show_json(value) for path, value in filled.items()} | sizes.filled
-    notes = [sizes.note] if sizes.note else []
-    if shown:
-        notes.append(
-            '"auto" filled as the Hugging Face Trainer would (command line first): '
-            + ", ".join(f"{path}={shown[path]}" for path in autos_in_order if path in shown)
-        )
-    config = DSConfig(
-        batch=batch,
-        optimizer=optimizer,
-        scheduler=scheduler,
-        fp16=fp16,
-        bf16=bf16,
-        zero_optimization=zero,
-        activation_checkpointing=checkpointing,
-        ignored_keys=tuple(reader.ignored),
-        unsupported=tuple(reader.unsupported),
-        unknown_keys=tuple(unknown),
-        notes=tuple(notes),
-        raw=raw,
-        **top,
-    )
+    return batch, sizes.filled, sizes.note
 
-    for message in reader.warnings:
+
+def _report(
+    config: DSConfig, warnings: list[str], warn: Callable[[str], None], for_engine: str
+) -> None:
+    """Step "report": the reader's warnings, unknown top-level keys (a warning, with the
+    closest name), and what dsbench's engine does not implement: refused (an error pointing to
+    ``--engine deepspeed``) or ignored (one warning); ``for_engine="deepspeed"`` only warns."""
+    for message in warnings:
         warn(message)
-    if unknown:
+    if config.unknown_keys:
         valid = [*_TOP_IMPLEMENTED, *_TOP_NOT_IMPLEMENTED]
-        listed = ", ".join(f"'{one_line(k)}'{closest(k, valid)}" for k in unknown)
+        listed = ", ".join(f"'{one_line(k)}'{closest(k, valid)}" for k in config.unknown_keys)
         warn(f"ds_config: ignoring unknown top-level keys {listed} (DeepSpeed ignores them too)")
-    if for_engine == "dsbench":
-        if config.unsupported:
-            raise ConfigError(
-                "dsbench's engine does not implement "
-                + ", ".join(config.unsupported)
-                + "; run this config with --engine deepspeed"
-            )
-        if config.ignored_keys:
-            warn(
-                "ds_config: dsbench's engine ignores these DeepSpeed settings: "
-                + ", ".join(config.ignored_keys)
-            )
-    return config
+    if for_engine != "dsbench":
+        return
+    if config.unsupported:
+        raise ConfigError(
+            "dsbench's engine does not implement "
+            + ", ".join(config.unsupported)
+            + "; run this config with --engine deepspeed"
+        )
+    if config.ignored_keys:
+        warn(
+            "ds_config: dsbench's engine ignores these DeepSpeed settings: "
+            + ", ".join(config.ignored_keys)
+        )
 
 
 def _read_precision(reader, raw, key, path, cls, not_implemented):
