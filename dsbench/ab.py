@@ -31,6 +31,7 @@ ranks it spawns.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -47,6 +48,7 @@ from pathlib import Path
 
 from dsbench import results
 from dsbench.errors import UsageError, choices_message
+from dsbench.records import UNSET, MetricValue, Round, Row, value_or
 
 KINDS = ("commit", "python", "deepspeed", "asv-env", "current")
 AXES = {
@@ -392,10 +394,10 @@ def run_rounds(
         # an edit since the start (between rounds or during this one) is found here
         check_unchanged(sides[s].tree, sources[sides[s].tree])
         per_side[s].append(launch)
-        ok = sum(r["status"] == "ok" for r in launch.run.doc["benchmarks"])
+        ok = sum(r.ok for r in launch.run.rows.values())
         progress(
             f"round {pos // len(sides) + 1}/{rounds}: {names[s]} ({sides[s].spec}) "
-            f"{launch.wall_s:.0f} s, {ok}/{len(launch.run.doc['benchmarks'])} ok"
+            f"{launch.wall_s:.0f} s, {ok}/{len(launch.run.rows)} ok"
         )
     return per_side
 
@@ -440,16 +442,14 @@ def merge_launches(launches: list[Launch], **extra) -> dict:
     from dsbench.memory import max_over
     from dsbench.stats import centre, summarize
 
-    docs = [la.run.doc for la in launches]
+    runs = [la.run for la in launches]
+    docs = [run.doc for run in runs]
     first = docs[0]
-    ids = list(dict.fromkeys(row["id"] for d in docs for row in d["benchmarks"]))
+    ids = list(dict.fromkeys(bid for run in runs for bid in run.rows))
     rows = []
     for bid in ids:
-        per = [
-            (k, next((r for r in d["benchmarks"] if r["id"] == bid), None))
-            for k, d in enumerate(docs)
-        ]
-        rows.append(_merge_row(bid, per, centre, summarize, max_over))
+        per = [(k, run.rows.get(bid)) for k, run in enumerate(runs)]
+        rows.append(_merge_row(per, centre, summarize, max_over).to_json())
     finished = datetime.now(UTC)
     doc = {
         key: first[key]
@@ -482,46 +482,65 @@ def merge_launches(launches: list[Launch], **extra) -> dict:
 
 
 HEADER_KEYS = ("id", "name", "params", "metric", "unit", "direction")
+"""What a merged row that failed keeps of the launches' rows, in this order (then ``status``
+and ``error``)."""
+MERGED_KEYS = ("value", "samples", "rounds", "stats", "launch_values", "memory", "launch_drifts")
+"""What merging sets, in the order it comes after the first launch's own keys."""
 
 
-def _merge_row(bid: str, per: list[tuple[int, dict | None]], centre, summarize, max_over) -> dict:
+def _merge_row(per: list[tuple[int, Row | None]], centre, summarize, max_over) -> Row:
+    """One benchmark's rows from each launch (None where a launch has none) as one row."""
     rows = [r for _, r in per if r is not None]
-    ok = [(k, r) for k, r in per if r is not None and r["status"] == "ok"]
+    ok = [(k, r) for k, r in per if r is not None and r.ok]
     if len(ok) < len(per):
-        header = {key: rows[0][key] for key in HEADER_KEYS if key in rows[0]}
-        failed = [(k, r) for k, r in per if r is not None and r["status"] == "failed"]
+        failed = [(k, r) for k, r in per if r is not None and r.status == "failed"]
         if failed:
-            why = "; ".join(f"launch {k}: {r.get('error', '')}" for k, r in failed)
+            why = "; ".join(f"launch {k}: {value_or(r.error, '')}" for k, r in failed)
         elif not ok and len(rows) == len(per):
-            return dict(rows[0])  # skipped in every launch: one reason says it
+            return rows[0]  # skipped in every launch: one reason says it
         else:
             why = f"ok in {len(ok)} of {len(per)} launches only"
-        return header | {"status": "failed", "error": why}
-    launch_samples = [r["samples"] for _, r in ok]
+        head = rows[0]
+        return Row(id=head.id, name=head.name, params=head.params, metric=head.metric,
+                   unit=head.unit, direction=head.direction, status="failed", error=why,
+                   key_order=HEADER_KEYS)  # fmt: skip
+    launch_samples = [r.samples for _, r in ok]
     value = centre(launch_samples)
-    row = dict(ok[0][1])
-    row.update(
+    row = ok[0][1]
+    merged = dataclasses.replace(
+        row,
         value=value,
         samples=[x for s in launch_samples for x in s],
         rounds=[
-            {"launch": k, "n": x["n"]}
+            Round(launch=k, n=n)
             for k, r in ok
-            for x in (r.get("rounds") or [{"n": len(r["samples"])}])
+            for n in ([x.n for x in r.rounds] if r.rounds else [len(r.samples)])
         ],
         stats=summarize([x for s in launch_samples for x in s]).to_dict(),
-        launch_values=[r["value"] for _, r in ok],
-        memory=max_over([r.get("memory") or {} for _, r in ok]),
+        launch_values=[r.value for _, r in ok],
+        memory=max_over([value_or(r.memory) or {} for _, r in ok]),
+        key_order=tuple(row.to_json()) + MERGED_KEYS,
     )
-    if "drift" in row:  # a soak's slope: each launch's fit and verdict
-        row["drift"] = None
-        row["launch_drifts"] = [r["drift"] for _, r in ok]
-    if row.get("pct_of_peak") is not None and (row.get("peak") or {}).get("value"):
-        row["pct_of_peak"] = 100.0 * value / row["peak"]["value"]
-    if isinstance(row.get("metrics"), dict):  # each metric: the geometric mean over launches
-        row["metrics"] = {
-            name: dict(entry, value=centre([[r["metrics"][name]["value"]] for _, r in ok]))
-            if all((r.get("metrics") or {}).get(name, {}).get("value", 0) > 0 for _, r in ok)
-            else entry
-            for name, entry in row["metrics"].items()
-        }
-    return row
+    if row.drift is not UNSET:  # a soak's slope: each launch's fit and verdict
+        merged = dataclasses.replace(
+            merged, drift=None, launch_drifts=[value_or(r.drift) for _, r in ok]
+        )
+    if value_or(row.pct_of_peak) is not None and row.peak and row.peak.value:
+        merged = dataclasses.replace(merged, pct_of_peak=100.0 * value / row.peak.value)
+    if row.metrics:  # each metric: the geometric mean over launches
+        merged = dataclasses.replace(merged, metrics={
+            name: _merge_metric(name, entry, ok, centre) for name, entry in row.metrics.items()
+        })  # fmt: skip
+    return merged
+
+
+def _merge_metric(name: str, entry: MetricValue, ok: list[tuple[int, Row]], centre) -> MetricValue:
+    """Metric ``name`` over the launches: the geometric mean of its values where every launch
+    has a positive one, else the first launch's."""
+    values = []
+    for _, r in ok:
+        m = (r.metrics or {}).get(name)
+        values.append(0 if m is None else value_or(m.value, 0))
+    if all(v > 0 for v in values):
+        return dataclasses.replace(entry, value=centre([[v] for v in values]))
+    return entry
