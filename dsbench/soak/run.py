@@ -183,8 +183,8 @@ class Soak:
                 return
 
     def _launch(self, run: str, checkpoints: Path, resume: bool, fault: Fault | None) -> Launch:
+        """One launch of the ranks, its stream lines, and what came of it."""
         from dsbench.distributed import RankFailure, spawn_ranks
-        from dsbench.training import TrainJob
 
         s = self.settings
         launch = Launch(
@@ -193,7 +193,45 @@ class Soak:
         self.launches.append(launch)
         log = self.workdir / "faults.log"
         log.unlink(missing_ok=True)
-        job = TrainJob(
+        job = self._job(checkpoints, resume)
+        self.stream.write(
+            "launch",
+            run=run,
+            launch=launch.index,
+            resume=resume,
+            fault=fault.to_dict() if fault else None,
+            time=launch.started,
+        )
+        receiver = _Receiver(self, launch, checkpoints)
+        env = {fault_points.ENV: fault.env() if fault else None, fault_points.LOG_ENV: str(log)}
+        what = f"{run} launch {launch.index}" + (f", then {fault.describe()}" if fault else "")
+        self.say(f"dsbench soak: {what}" + (" (resuming)" if resume else ""))
+        try:
+            with _environ(env):
+                spawn_ranks(
+                    "dsbench.training:train_loop",
+                    s.nproc,
+                    job,
+                    device_type=s.device,
+                    on_message=receiver,
+                    timeout_s=10**7,
+                    collective_timeout_s=s.hang_timeout_s,
+                )
+        except RankFailure as exc:
+            launch.failure = str(exc)
+        finally:
+            self._end(launch, receiver, log)
+        if launch.failure:
+            kind = "injected" if launch.fired else "real"
+            print(f"dsbench soak: {kind} failure: {launch.failure}", file=sys.stderr)
+        return launch
+
+    def _job(self, checkpoints: Path, resume: bool):
+        """The :class:`~dsbench.training.TrainJob` every rank of a launch runs."""
+        from dsbench.training import TrainJob
+
+        s = self.settings
+        return TrainJob(
             model=s.model,
             config=s.config,
             engine=s.engine,
@@ -207,79 +245,62 @@ class Soak:
             sample_every=s.sample_every,
             deadline=self.deadline,
         )
+
+    def _end(self, launch: Launch, receiver: _Receiver, log: Path) -> None:
+        """Close a launch: its last losses, the faults that fired, its ``end`` line."""
+        launch.ended = time.time()
+        receiver.flush()
+        if log.is_file():
+            launch.fired = [json.loads(line) for line in log.read_text().splitlines() if line]
         self.stream.write(
-            "launch",
-            run=run,
+            "end",
+            run=launch.run,
             launch=launch.index,
-            resume=resume,
-            fault=fault.to_dict() if fault else None,
-            time=launch.started,
+            time=launch.ended,
+            first_step=launch.first_step,
+            last_step=launch.last_step,
+            failure=launch.failure,
+            fired=launch.fired,
         )
-        losses: list[tuple[int, float]] = []
 
-        def flush_losses() -> None:
-            if losses:
-                self.stream.write(
-                    "losses",
-                    run=run,
-                    launch=launch.index,
-                    first=losses[0][0],
-                    losses=[v for _, v in losses],
-                )
-                losses.clear()
 
-        def on_message(rank: int, msg) -> None:
-            kind, body = msg
-            if kind == "start":
-                launch.first_step = body["first_step"]
-            elif kind == "step":
-                launch.losses[body["step"]] = body["loss"]
-                losses.append((body["step"], body["loss"]))
-                if len(losses) >= LOSS_BATCH:
-                    flush_losses()
-            elif kind == "sample":
-                launch.samples.append(body)
-                self.stream.write("sample", run=run, launch=launch.index, **body)
-                if rank == 0:
-                    prune(checkpoints)
-            elif kind == "warning" and launch.index == 0 and run == "reference":
-                self.say(f"dsbench: warning: {body}")
+class _Receiver:
+    """The ranks' messages during one launch, into the :class:`Launch` and the stream (losses in
+    lines of :data:`LOSS_BATCH`)."""
 
-        env = {fault_points.ENV: fault.env() if fault else None, fault_points.LOG_ENV: str(log)}
-        what = f"{run} launch {launch.index}" + (f", then {fault.describe()}" if fault else "")
-        self.say(f"dsbench soak: {what}" + (" (resuming)" if resume else ""))
-        try:
-            with _environ(env):
-                spawn_ranks(
-                    "dsbench.training:train_loop",
-                    s.nproc,
-                    job,
-                    device_type=s.device,
-                    on_message=on_message,
-                    timeout_s=10**7,
-                    collective_timeout_s=s.hang_timeout_s,
-                )
-        except RankFailure as exc:
-            launch.failure = str(exc)
-        finally:
-            launch.ended = time.time()
-            flush_losses()
-            if log.is_file():
-                launch.fired = [json.loads(line) for line in log.read_text().splitlines() if line]
-            self.stream.write(
-                "end",
-                run=run,
-                launch=launch.index,
-                time=launch.ended,
-                first_step=launch.first_step,
-                last_step=launch.last_step,
-                failure=launch.failure,
-                fired=launch.fired,
+    def __init__(self, soak: Soak, launch: Launch, checkpoints: Path) -> None:
+        self.soak, self.launch, self.checkpoints = soak, launch, checkpoints
+        self.losses: list[tuple[int, float]] = []
+
+    def flush(self) -> None:
+        """Write the losses not yet in the stream."""
+        if self.losses:
+            self.soak.stream.write(
+                "losses",
+                run=self.launch.run,
+                launch=self.launch.index,
+                first=self.losses[0][0],
+                losses=[v for _, v in self.losses],
             )
-        if launch.failure:
-            kind = "injected" if launch.fired else "real"
-            print(f"dsbench soak: {kind} failure: {launch.failure}", file=sys.stderr)
-        return launch
+            self.losses.clear()
+
+    def __call__(self, rank: int, msg) -> None:
+        kind, body = msg
+        launch = self.launch
+        if kind == "start":
+            launch.first_step = body["first_step"]
+        elif kind == "step":
+            launch.losses[body["step"]] = body["loss"]
+            self.losses.append((body["step"], body["loss"]))
+            if len(self.losses) >= LOSS_BATCH:
+                self.flush()
+        elif kind == "sample":
+            launch.samples.append(body)
+            self.soak.stream.write("sample", run=launch.run, launch=launch.index, **body)
+            if rank == 0:
+                prune(self.checkpoints)
+        elif kind == "warning" and launch.index == 0 and launch.run == "reference":
+            self.soak.say(f"dsbench: warning: {body}")
 
 
 def prune(directory: Path) -> None:
