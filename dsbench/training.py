@@ -59,28 +59,10 @@ def train_loop(job: TrainJob, *, device: str, send) -> None:
     """Run ``job`` on this rank (the process group is up); ``send`` reports to the launcher."""
     from dsbench import faults
     from dsbench.distributed import mark
-    from dsbench.engines import build_engine
-    from dsbench.models import get_model
-    from dsbench.models.data import batch_index
-    from dsbench.zero.config import load_config
 
     world, rank = dist.get_world_size(), dist.get_rank()
-    preset = get_model(job.model)
-    cfg = load_config(job.config, world_size=world, micro_batch=job.micro_batch,
-                      grad_accum=job.grad_accum, train_batch=job.train_batch,
-                      warn=(lambda m: send(("warning", m))) if rank == 0 else (lambda m: None),
-                      for_engine=job.engine)  # fmt: skip
-    dtype = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[cfg.precision]
-    model = preset.build(gemm_impl=(job.kernels or {}).get("gemm"), seed=job.seed, device=device)
-    engine = build_engine(job.engine, model, cfg, device=device, kernels=job.kernels)
-    gas, mb = cfg.batch.gradient_accumulation_steps, cfg.batch.train_micro_batch_size_per_gpu
-    first = 0
-    if job.resume and job.checkpoint_dir:
-        mark(doing="loading the checkpoint")
-        client = engine.load_checkpoint(job.checkpoint_dir)
-        if job.engine == "deepspeed":  # DeepSpeed returns (path, client_state)
-            client = client[1] or {}
-        first = client.get("data_step", 0)
+    preset, cfg, engine = _build(job, device, send, world=world, rank=rank)
+    first = _resume(engine, job)
     if rank == 0:
         send(
             (
@@ -103,28 +85,11 @@ def train_loop(job: TrainJob, *, device: str, send) -> None:
         mark(step=step, doing="")
         faults.point("step", step)
         t0 = time.perf_counter()
-        total = torch.zeros((), dtype=torch.float64, device=device)
         phases = _Phases(device) if cfg.wall_clock_breakdown else None
-        for micro in range(gas):
-            index = batch_index(step, rank=rank, world_size=world, micro_step=micro,
-                                grad_accum=gas)  # fmt: skip
-            batch = preset.batch(mb, seed=job.seed, step=index, device=device, dtype=dtype)
-            # the engine's forward: DeepSpeed scales for GAS there
-            with _phase(phases, "forward"):
-                loss = preset.loss(engine, batch)
-            with _phase(phases, "backward"):
-                engine.backward(loss)
-            with _phase(phases, "step"):
-                engine.step()
-            total += loss.detach().double()
-        dist.all_reduce(total)
+        total = _train_step(job, preset, cfg, engine, step, phases, device, rank, world)
         mine = time.perf_counter() - t0
-        over = job.deadline is not None and time.time() >= job.deadline
-        # the slowest rank's step, and whether any rank is past the deadline
-        agreed = torch.tensor([mine, float(over)], dtype=torch.float64, device=device)
-        dist.all_reduce(agreed, op=dist.ReduceOp.MAX)
-        seconds, stop = agreed.tolist()
-        loss = total.item() / (world * gas)
+        seconds, stop = _agree(mine, job.deadline, device)
+        loss = total.item() / (world * cfg.batch.gradient_accumulation_steps)
         if rank == 0:
             send(
                 (
@@ -151,6 +116,68 @@ def train_loop(job: TrainJob, *, device: str, send) -> None:
     if job.checkpoint_dir and saved < done:
         _save(engine, job, done)
     engine.destroy()
+
+
+def _build(job: TrainJob, device: str, send, *, world: int, rank: int) -> tuple:
+    """The model preset, the resolved ds_config and the engine (rank 0 sends config warnings)."""
+    from dsbench.engines import build_engine
+    from dsbench.models import get_model
+    from dsbench.zero.config import load_config
+
+    preset = get_model(job.model)
+    cfg = load_config(job.config, world_size=world, micro_batch=job.micro_batch,
+                      grad_accum=job.grad_accum, train_batch=job.train_batch,
+                      warn=(lambda m: send(("warning", m))) if rank == 0 else (lambda m: None),
+                      for_engine=job.engine)  # fmt: skip
+    model = preset.build(gemm_impl=(job.kernels or {}).get("gemm"), seed=job.seed, device=device)
+    engine = build_engine(job.engine, model, cfg, device=device, kernels=job.kernels)
+    return preset, cfg, engine
+
+
+def _resume(engine, job: TrainJob) -> int:
+    """The step to start from: the checkpoint's data step when resuming, else 0."""
+    from dsbench.distributed import mark
+
+    if not (job.resume and job.checkpoint_dir):
+        return 0
+    mark(doing="loading the checkpoint")
+    client = engine.load_checkpoint(job.checkpoint_dir)
+    if job.engine == "deepspeed":  # DeepSpeed returns (path, client_state)
+        client = client[1] or {}
+    return client.get("data_step", 0)
+
+
+def _train_step(job: TrainJob, preset, cfg, engine, step: int, phases, device, rank, world):
+    """One optimizer step over the micro-batches; the loss summed over them and all ranks (a
+    float64 tensor)."""
+    from dsbench.models.data import batch_index
+
+    gas, mb = cfg.batch.gradient_accumulation_steps, cfg.batch.train_micro_batch_size_per_gpu
+    dtype = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[cfg.precision]
+    total = torch.zeros((), dtype=torch.float64, device=device)
+    for micro in range(gas):
+        index = batch_index(step, rank=rank, world_size=world, micro_step=micro,
+                            grad_accum=gas)  # fmt: skip
+        batch = preset.batch(mb, seed=job.seed, step=index, device=device, dtype=dtype)
+        # the engine's forward: DeepSpeed scales for GAS there
+        with _phase(phases, "forward"):
+            loss = preset.loss(engine, batch)
+        with _phase(phases, "backward"):
+            engine.backward(loss)
+        with _phase(phases, "step"):
+            engine.step()
+        total += loss.detach().double()
+    dist.all_reduce(total)
+    return total
+
+
+def _agree(mine: float, deadline: float | None, device: str) -> tuple[float, float]:
+    """The slowest rank's step time, and whether any rank is past the deadline (nonzero)."""
+    over = deadline is not None and time.time() >= deadline
+    agreed = torch.tensor([mine, float(over)], dtype=torch.float64, device=device)
+    dist.all_reduce(agreed, op=dist.ReduceOp.MAX)
+    seconds, stop = agreed.tolist()
+    return seconds, stop
 
 
 class _Phases:
