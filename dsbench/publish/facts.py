@@ -1,11 +1,9 @@
 """Small facts about runs and rows that several pages show (names, dates, confidence intervals,
-% of peak, headline numbers), and :func:`optional` for the sibling modules written apart."""
+% of peak, headline numbers)."""
 
 from __future__ import annotations
 
-import importlib
 import math
-from collections.abc import Callable
 from typing import Any
 
 from dsbench import hardware
@@ -127,16 +125,3 @@ def cell(value: Any) -> Any:
     if isinstance(value, dict | list):
         return render_value(value)
     return value
-
-
-def optional(module: str, name: str) -> Callable | None:
-    """``dsbench.publish.<module>.<name>``, or None while that module or function is not there
-    (another part of the site may be written later); any other import error is raised."""
-    full = f"dsbench.publish.{module}"
-    try:
-        mod = importlib.import_module(full)
-    except ModuleNotFoundError as exc:
-        if exc.name != full:
-            raise
-        return None
-    return getattr(mod, name, None)

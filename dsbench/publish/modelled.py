@@ -1,28 +1,10 @@
-"""Modelled numbers: roofline floors and alpha-beta estimates per hardware profile.
+"""Modelled numbers beside measured ones: the cross-profile table and the roofline plot data.
 
-Everything here is *modelled*: derived from a benchmark case's counted work (FLOPs, bytes, bytes
-on the wire; :class:`dsbench.suites.Work`) and a profile's datasheet figures, never measured.
-Measured numbers come only from result files and sit in columns named ``measured ...``; modelled
-ones in columns named ``modelled ...``; the two never share a column.
-
-Floors (a lower bound on the time of one call, so a measured time is never below it):
-
-* kernels (GEMM, AdamW, copy, prefill, decode):
-  ``t >= max(FLOPs / peak_flops(dtype), bytes / memory_bandwidth)`` (roofline). The FLOP ceiling
-  is the one the benchmark's own % of peak uses (``Profile.peak("flops:<dtype>")``): fp16 and
-  bf16 on the matrix units (``fp16_matrix`` / ``bf16_matrix``), float32 on the **vector** units
-  (``fp32``), because torch runs fp32 matmuls in full fp32 unless
-  ``torch.backends.cuda.matmul.allow_tf32`` / ``set_float32_matmul_precision`` say otherwise,
-  and dsbench leaves that at torch's default ("highest").
-* collectives over n ranks (ring, as nccl-tests' bus bandwidth assumes):
-  ``t ~ steps * alpha + busbw_factor * S / link_bandwidth``, steps = 2(n-1) for all-reduce and
-  n-1 for reduce-scatter and all-gather, busbw_factor * S the bytes each rank sends
-  (all-reduce 2(n-1)/n * S, reduce-scatter / all-gather (n-1)/n * S). alpha is the smallest
-  per-step latency the vendor's own tuning model assumes (:data:`ALPHA`) and the link bandwidth
-  is the profile's per-direction figure (:func:`link_bandwidth` for the MI300X mesh and the
-  MI250X note): an estimate that stays a floor, because no protocol has both the lowest latency
-  and the full line rate.
-* training steps are not modelled (:data:`NOT_MODELLED`).
+Everything modelled is derived from a benchmark case's counted work (FLOPs, bytes, bytes on the
+wire; :class:`dsbench.suites.Work`) and a profile's datasheet figures, never measured
+(:mod:`dsbench.publish.floors` says how). Measured numbers come only from result files and sit in
+columns named ``measured ...``; modelled ones in columns named ``modelled ...``; the two never
+share a column.
 """
 
 from __future__ import annotations
@@ -35,10 +17,20 @@ from typing import Any
 
 import pandas as pd
 
-from dsbench.hardware import DTYPE_PEAKS, PEAK_KEYS, Profile, get_profile
+from dsbench.hardware import DTYPE_PEAKS, PEAK_KEYS, Profile
+from dsbench.publish.floors import (
+    ALPHA,
+    LINK_NOTES,
+    NOT_MODELLED,
+    PEER_LINK_GBPS,
+    Floor,
+    case_floor,
+    flops_peak_kind,
+    not_modelled,
+    resolve_profile,
+)
 from dsbench.results import Run
 from dsbench.suites import BENCHMARKS, Benchmark, Context, Work, case_id
-from dsbench.suites.comm import RING_STEPS
 
 TABLE_PROFILES = (
     "a100-40gb-sxm",
@@ -58,58 +50,6 @@ DEFINITION_CONTEXT = Context(
 8 devices (8 A100/H100/H200 on NVLink/NVSwitch, 8 MI300X on Infinity Fabric, 4 MI250X = 8
 GCDs), so collectives run over 8 ranks. Nothing is allocated: only ``Benchmark.work_of`` runs."""
 
-
-@dataclass(frozen=True)
-class Alpha:
-    """Per-step latency of a ring collective, and where the number comes from."""
-
-    seconds: float
-    source: str
-
-
-ALPHA: dict[str, Alpha] = {
-    "nvidia": Alpha(
-        0.47e-6,
-        "NCCL's tuning model (NVIDIA/nccl src/graph/tuning.cc, hwLat[NVLINK][Ring][LL] = 0.47 us "
-        "per ring step; the LL protocol has the lowest latency, its base/launch latency of "
-        "3.6 us is left out)",
-    ),
-    "amd": Alpha(
-        2.3e-6,
-        "RCCL's tuning model (ROCm/rccl src/graph/tuning.cc, hwLat[NVLINK = xGMI][Ring][LL] = "
-        "2.3 us per ring step; base/launch latency left out)",
-    ),
-    "generic": Alpha(0.0, "no per-step latency is assumed for generic devices (pure bandwidth)"),
-}
-"""alpha of the alpha-beta model per vendor: a module constant because hardware profiles do not
-carry latencies (their schema rejects unknown fields)."""
-
-PEER_LINK_GBPS: dict[str, tuple[float, str]] = {
-    "mi300x": (
-        64.0,
-        "AMD CDNA 3 white paper: 8 MI300X fully connected, one Infinity Fabric link of 64 GB/s "
-        "per direction to each peer, 7 links = 448 GB/s in all",
-    ),
-}
-"""Full-mesh platforms: a rank reaches each peer over its own link, so n ranks use n-1 links."""
-
-LINK_NOTES: dict[str, str] = {
-    "mi250x-gcd": (
-        "200 GB/s per direction is the link between the two GCDs of one MI250X package; a ring "
-        "over more than 2 GCDs also crosses packages at 50-100 GB/s per direction (OLCF Frontier "
-        "guide), so for n > 2 this floor is optimistic"
-    ),
-}
-
-NOT_MODELLED: dict[str, str] = {
-    "train_step": (
-        "not modelled: a training step is forward, backward, ZeRO collectives and the optimizer "
-        "overlapped in engine-specific ways, and dsbench counts only its 6·N·T model FLOPs; the "
-        "only floor those give is the 100%-MFU time, which says nothing about memory or link "
-        "limits (MFU is reported with the measured rows)"
-    ),
-}
-
 PURE_BANDWIDTH_INTENSITY = 0.01
 """FLOP/byte at which :func:`roofline_points` draws kernels that count no FLOPs (AdamW, copy):
 left of every profile's ridge point, on the bandwidth slope. Their ``plot_flops_per_s`` is the
@@ -128,164 +68,22 @@ COLUMNS_PER_PROFILE = (
 )
 """Second-level column names under each profile in :func:`cross_profile_table`."""
 
-
-# --------------------------------------------------------------------------------------------
-# Floors
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Floor:
-    """A modelled lower bound on one call's time on one profile."""
-
-    seconds: float | None
-    """None when the case is not modelled (``basis`` says why)."""
-    value: float | None
-    """The benchmark's primary metric at the floor time (GB/s, TFLOP/s, ms ...), or None."""
-    limit: str
-    """What bounds it: ``compute (<peak key>)``, ``memory``, ``link``, ``latency``; '' if not
-    modelled."""
-    basis: str
-    """The formula with its inputs, or ``not modelled: why``."""
-
-    @property
-    def modelled(self) -> bool:
-        return self.seconds is not None
-
-
-def _fmt_time(seconds: float) -> str:
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.4g} ms"
-    return f"{seconds * 1e6:.4g} us"
-
-
-def _not_modelled(why: str) -> Floor:
-    return Floor(None, None, "", why if why.startswith("not modelled") else f"not modelled: {why}")
-
-
-def _resolve(profile: str | Profile) -> Profile:
-    return profile if isinstance(profile, Profile) else get_profile(profile)
-
-
-def flops_peak_kind(name: str, params: dict, row: dict | None = None) -> str | None:
-    """The ``Profile.peak`` kind for a case's FLOPs: the one its own % of peak uses."""
-    bench = BENCHMARKS.get(name)
-    if bench is not None:
-        for metric in bench.metrics:
-            if metric.peak and metric.peak.startswith("flops:"):
-                try:
-                    return metric.peak.format(**params)
-                except (KeyError, IndexError):
-                    break
-    for entry in ((row or {}).get("metrics") or {}).values():
-        kind = ((entry or {}).get("peak") or {}).get("kind") or ""
-        if kind.startswith("flops:"):
-            return kind
-    if "dtype" in params:
-        return f"flops:{params['dtype']}"
-    return None
-
-
-def link_bandwidth(profile: Profile, ranks: int) -> tuple[float | None, str]:
-    """Per-direction link bandwidth (GB/s) one rank of ``ranks`` can send at, and why."""
-    fig = profile.link_bandwidth_gbps
-    if fig.value is None:
-        return None, f"{profile.name} has no link bandwidth ({fig.na or 'not measured'})"
-    if profile.name in PEER_LINK_GBPS:
-        per_peer, source = PEER_LINK_GBPS[profile.name]
-        bw = min(fig.value, (ranks - 1) * per_peer)
-        return bw, f"min({fig.value:g}, (n-1) x {per_peer:g}) GB/s ({source})"
-    note = f"; {LINK_NOTES[profile.name]}" if profile.name in LINK_NOTES else ""
-    return fig.value, f"{fig.value:g} GB/s per direction{note}"
-
-
-def _primary_value(name: str, work: Work, seconds: float) -> float | None:
-    bench = BENCHMARKS.get(name)
-    if bench is None or seconds <= 0:
-        return None
-    try:
-        return bench.primary.value(work, seconds)
-    except (ZeroDivisionError, ValueError):
-        return None
-
-
-def _collective_floor(name: str, params: dict, work: Work, profile: Profile) -> Floor:
-    if name not in RING_STEPS:
-        return _not_modelled(f"collective '{name}' has no ring model")
-    n = params.get("ranks")
-    if not isinstance(n, int) or n < 2:
-        return _not_modelled(f"needs at least 2 ranks, the case has {n}")
-    bw, link_why = link_bandwidth(profile, n)
-    if bw is None:
-        return _not_modelled(link_why)
-    alpha = ALPHA.get(profile.vendor, ALPHA["generic"])
-    steps = RING_STEPS[name](n)
-    per_rank = work.busbw_factor * work.wire_bytes
-    t_alpha, t_beta = steps * alpha.seconds, per_rank / (bw * 1e9)
-    seconds = t_alpha + t_beta
-    basis = (
-        f"alpha-beta, ring over n={n}: {steps} steps x {alpha.seconds * 1e6:g} us "
-        f"+ {work.busbw_factor:.4g} x {work.wire_bytes:.4g} B / {bw:g} GB/s = "
-        f"{_fmt_time(t_alpha)} + {_fmt_time(t_beta)} = {_fmt_time(seconds)}; "
-        f"alpha: {alpha.source}; link: {link_why}"
-    )
-    limit = "latency" if t_alpha > t_beta else "link"
-    return Floor(seconds, _primary_value(name, work, seconds), limit, basis)
-
-
-def case_floor(
-    name: str, params: dict, work: Work | None, profile: str | Profile, row: dict | None = None
-) -> Floor:
-    """The modelled floor of one case (benchmark ``name`` with ``params`` doing ``work``)."""
-    profile = _resolve(profile)
-    if name in NOT_MODELLED:
-        return _not_modelled(NOT_MODELLED[name])
-    if work is None:
-        return _not_modelled("no counted work for this case")
-    if work.wire_bytes > 0:
-        return _collective_floor(name, params, work, profile)
-    if work.flops <= 0 and work.bytes <= 0:
-        return _not_modelled("the case counts neither FLOPs nor bytes")
-    terms: list[tuple[float, str, str]] = []  # (seconds, limit, text)
-    if work.flops > 0:
-        kind = flops_peak_kind(name, params, row)
-        if kind is None:
-            return _not_modelled("FLOPs are counted but no dtype says which peak applies")
-        try:
-            fig = profile.peak(kind)
-        except ValueError as exc:
-            return _not_modelled(str(exc))
-        key = next((k for k, f in profile.peak_tflops.items() if f is fig), kind)
-        if fig.value is None:
-            return _not_modelled(f"{profile.name} has no {key} peak ({fig.na or 'not measured'})")
-        t = work.flops / (fig.value * 1e12)
-        text = f"{work.flops:.4g} FLOP / {fig.value:g} TFLOP/s [{key}] = {_fmt_time(t)}"
-        terms.append((t, f"compute ({key})", text))
-    if work.bytes > 0:
-        fig = profile.memory_bandwidth_gbps
-        if fig.value is None:
-            return _not_modelled(
-                f"{profile.name} has no memory bandwidth ({fig.na or 'not measured'})"
-            )
-        t = work.bytes / (fig.value * 1e9)
-        terms.append((t, "memory", f"{work.bytes:.4g} B / {fig.value:g} GB/s = {_fmt_time(t)}"))
-    seconds, limit, _ = max(terms)
-    texts = [text for _, _, text in terms]
-    basis = "roofline: " + (texts[0] if len(texts) == 1 else "max(" + ", ".join(texts) + ")")
-    return Floor(seconds, _primary_value(name, work, seconds), limit, basis)
+CASE_COLUMNS = ("benchmark", "params", "metric", "unit", "direction", "origin")
+WORK_COLUMNS = ("flops", "bytes", "wire_bytes", "busbw_factor", "ranks", "items", "tokens")
+"""Second-level column names under ``case`` and ``counted work``."""
 
 
 def model_case(name: str, params: dict, profile: str | Profile) -> Floor:
     """:func:`case_floor` with the work counted by the benchmark definition's ``work_of``."""
     bench = BENCHMARKS.get(name)
     if name in NOT_MODELLED:
-        return _not_modelled(NOT_MODELLED[name])
+        return not_modelled(NOT_MODELLED[name])
     if bench is None or bench.work_of is None:
-        return _not_modelled(f"benchmark '{name}' cannot count its work without being built")
+        return not_modelled(f"benchmark '{name}' cannot count its work without being built")
     try:
         work = bench.work_of(params, DEFINITION_CONTEXT)
     except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
-        return _not_modelled(f"cannot count the work of {case_id(name, params)}: {exc!r}")
+        return not_modelled(f"cannot count the work of {case_id(name, params)}: {exc!r}")
     return case_floor(name, params, work, profile)
 
 
@@ -462,65 +260,18 @@ def cross_profile_table(
     ``df.attrs``: ``assumptions`` (list of str), ``not_modelled`` ({benchmark: why}), ``alpha``
     ({vendor: {seconds, source}}), ``profiles`` ({name: :func:`roofline_ceilings`}).
     """
-    resolved = [_resolve(p) for p in profiles]
+    resolved = [resolve_profile(p) for p in profiles]
     cases = _cases(runs)
     measured = {p.name: _latest_rows(runs, p.name) for p in resolved}
-    records: list[dict[tuple[str, str], Any]] = []
-    for case in cases:
-        metric, unit, direction = _unit_and_metric(case)
-        work = case.work or Work()
-        rec: dict[tuple[str, str], Any] = {
-            ("case", "benchmark"): case.name,
-            ("case", "params"): case.params,
-            ("case", "metric"): metric,
-            ("case", "unit"): unit,
-            ("case", "direction"): direction,
-            ("case", "origin"): "+".join(o for o in ("definition", "results") if o in case.origin),
-            ("counted work", "flops"): work.flops,
-            ("counted work", "bytes"): work.bytes,
-            ("counted work", "wire_bytes"): work.wire_bytes,
-            ("counted work", "busbw_factor"): work.busbw_factor,
-            ("counted work", "ranks"): case.params.get("ranks", 1),
-            ("counted work", "items"): work.items,
-            ("counted work", "tokens"): work.tokens,
-        }
-        for profile in resolved:
-            floor = case_floor(case.name, case.params, case.work, profile, case.row)
-            hit = measured[profile.name].get(case.id)
-            m_seconds = measured_seconds(hit[0]) if hit else None
-            efficiency = (
-                floor.seconds / m_seconds
-                if floor.seconds is not None and m_seconds is not None
-                else None
-            )
-            p = profile.name
-            rec[(p, "modelled floor ms")] = _nan(floor.seconds and floor.seconds * 1e3)
-            rec[(p, "modelled floor value")] = _nan(floor.value)
-            rec[(p, "modelled limit")] = floor.limit
-            rec[(p, "modelled basis")] = floor.basis
-            rec[(p, "measured ms")] = _nan(m_seconds and m_seconds * 1e3)
-            rec[(p, "measured value")] = _nan(hit[0].get("value") if hit else None)
-            rec[(p, "measured efficiency")] = _nan(efficiency)
-            rec[(p, "measured run")] = hit[1].id if hit else ""
-        records.append(rec)
+    records = [
+        _case_columns(case)
+        | {k: v for p in resolved for k, v in _profile_columns(case, p, measured[p.name]).items()}
+        for case in cases
+    ]
     columns = pd.MultiIndex.from_tuples(
         [
-            *(
-                ("case", c)
-                for c in ("benchmark", "params", "metric", "unit", "direction", "origin")
-            ),
-            *(
-                ("counted work", c)
-                for c in (
-                    "flops",
-                    "bytes",
-                    "wire_bytes",
-                    "busbw_factor",
-                    "ranks",
-                    "items",
-                    "tokens",
-                )
-            ),
+            *(("case", c) for c in CASE_COLUMNS),
+            *(("counted work", c) for c in WORK_COLUMNS),
             *((p.name, c) for p in resolved for c in COLUMNS_PER_PROFILE),
         ],
         names=["group", "field"],
@@ -532,6 +283,51 @@ def cross_profile_table(
     df.attrs["alpha"] = {v: {"seconds": a.seconds, "source": a.source} for v, a in ALPHA.items()}
     df.attrs["profiles"] = {p.name: roofline_ceilings(p) for p in resolved}
     return df
+
+
+def _case_columns(case: _Case) -> dict[tuple[str, str], Any]:
+    """The ``case`` and ``counted work`` columns of one case's row."""
+    metric, unit, direction = _unit_and_metric(case)
+    work = case.work or Work()
+    return {
+        ("case", "benchmark"): case.name,
+        ("case", "params"): case.params,
+        ("case", "metric"): metric,
+        ("case", "unit"): unit,
+        ("case", "direction"): direction,
+        ("case", "origin"): "+".join(o for o in ("definition", "results") if o in case.origin),
+        ("counted work", "flops"): work.flops,
+        ("counted work", "bytes"): work.bytes,
+        ("counted work", "wire_bytes"): work.wire_bytes,
+        ("counted work", "busbw_factor"): work.busbw_factor,
+        ("counted work", "ranks"): case.params.get("ranks", 1),
+        ("counted work", "items"): work.items,
+        ("counted work", "tokens"): work.tokens,
+    }
+
+
+def _profile_columns(
+    case: _Case, profile: Profile, measured: dict[str, tuple[dict, Run]]
+) -> dict[tuple[str, str], Any]:
+    """One profile's :data:`COLUMNS_PER_PROFILE` of one case's row: the modelled floor, and the
+    measured values where ``measured`` (the profile's newest rows) has the case."""
+    floor = case_floor(case.name, case.params, case.work, profile, case.row)
+    hit = measured.get(case.id)
+    m_seconds = measured_seconds(hit[0]) if hit else None
+    efficiency = (
+        floor.seconds / m_seconds if floor.seconds is not None and m_seconds is not None else None
+    )
+    p = profile.name
+    return {
+        (p, "modelled floor ms"): _nan(floor.seconds and floor.seconds * 1e3),
+        (p, "modelled floor value"): _nan(floor.value),
+        (p, "modelled limit"): floor.limit,
+        (p, "modelled basis"): floor.basis,
+        (p, "measured ms"): _nan(m_seconds and m_seconds * 1e3),
+        (p, "measured value"): _nan(hit[0].get("value") if hit else None),
+        (p, "measured efficiency"): _nan(efficiency),
+        (p, "measured run"): hit[1].id if hit else "",
+    }
 
 
 # --------------------------------------------------------------------------------------------
@@ -549,7 +345,7 @@ def roofline_ceilings(profile: str | Profile) -> dict[str, Any]:
     {figure: reason}, "measured": [figures measured on a machine rather than read off a
     datasheet]}``. These are datasheet (or calibrated) figures, not modelled numbers.
     """
-    profile = _resolve(profile)
+    profile = resolve_profile(profile)
     mem, link = profile.memory_bandwidth_gbps, profile.link_bandwidth_gbps
     out: dict[str, Any] = {
         "profile": profile.name,

@@ -7,8 +7,8 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from dsbench import hardware, results
-from dsbench.publish import plots
-from dsbench.publish.facts import finite, optional, share_html
+from dsbench.publish import modelled, plots
+from dsbench.publish.facts import finite, share_html
 from dsbench.publish.html import Html, el, join, link, num, table
 
 if TYPE_CHECKING:
@@ -32,51 +32,38 @@ def profiles_page(site: Site) -> None:
             cls="plain",
         ),
     ]
-    cross = optional("modelled", "cross_profile_table")
-    if cross is None:
-        body.append(site.unavailable_note("dsbench.publish.modelled.cross_profile_table"))
-    else:
-        df = cross(site.runs)
-        body.append(el("h2", "Cross-profile table"))
-        body.append(
-            el(
-                "p",
-                "Italic numbers are ",
-                el("em", "modelled"),
-                " (a floor from "
-                "counted FLOPs and bytes and the profile's datasheet figures, α-β for "
-                "collectives), never measured. Measured values and efficiency appear "
-                "only where a result from that hardware exists. All columns: ",
-                link("cross-profile.csv", "cross-profile.csv"),
-                ".",
-                cls="note",
-            )
+    df = modelled.cross_profile_table(site.runs)
+    body.append(el("h2", "Cross-profile table"))
+    body.append(
+        el(
+            "p",
+            "Italic numbers are ",
+            el("em", "modelled"),
+            " (a floor from "
+            "counted FLOPs and bytes and the profile's datasheet figures, α-β for "
+            "collectives), never measured. Measured values and efficiency appear "
+            "only where a result from that hardware exists. All columns: ",
+            link("cross-profile.csv", "cross-profile.csv"),
+            ".",
+            cls="note",
         )
-        df.to_csv(site.root / "cross-profile.csv")
-        body.append(cross_table_html(df))
-        notes = df.attrs.get("assumptions") or []
-        if notes:
-            body += [el("h3", "Modelling assumptions"), el("ul", *(el("li", n) for n in notes))]
+    )
+    df.to_csv(site.root / "cross-profile.csv")
+    body.append(cross_table_html(df))
+    notes = df.attrs.get("assumptions") or []
+    if notes:
+        body += [el("h3", "Modelling assumptions"), el("ul", *(el("li", n) for n in notes))]
     for name, profile in profiles.items():
         roofline_page(site, name, profile)
     site.write("profiles.html", "Hardware profiles: modelled and measured", join(body))
 
 
 def roofline_page(site: Site, name: str, shipped: hardware.Profile) -> None:
-    ceilings_of = optional("modelled", "roofline_ceilings")
-    points_of = optional("modelled", "roofline_points")
-    stored_of = optional("modelled", "stored_profile")
     rel = f"roofline/{results.slug(name)}.html"
     title = f"Roofline: {shipped.title}"
-    if ceilings_of is None or points_of is None:
-        missing = "roofline_ceilings" if ceilings_of is None else "roofline_points"
-        site.write(rel, title, site.unavailable_note(f"dsbench.publish.modelled.{missing}"))
-        return
-    profile = (stored_of(site.runs, name) if stored_of else None) or shipped
-    ceil = ceilings_of(profile)
-    points = points_of(site.runs, name)
-    peaks = dict(ceil.get("peaks") or {})
-    bandwidth = ceil.get("bandwidth_Bps")
+    profile = modelled.stored_profile(site.runs, name) or shipped
+    ceil = modelled.roofline_ceilings(profile)
+    points = modelled.roofline_points(site.runs, name)
     body: list[Any] = [
         el(
             "p",
@@ -86,36 +73,50 @@ def roofline_page(site: Site, name: str, shipped: hardware.Profile) -> None:
             "(AdamW, copy) sit at a nominal intensity on the bandwidth "
             "slope.",
             cls="note",
-        )
+        ),
+        _roofline_figure(site, name, shipped, ceil, points),
+        table(["ceiling", "value", "kind", "source"], _ceiling_rows(ceil)),
     ]
-    if peaks or bandwidth:
-        pts = [
-            plots.RooflinePoint(
-                str(i),
-                float(p.get("plot_intensity") or 0),
-                float(p.get("plot_flops_per_s") or 0),
-            )
-            for i, p in enumerate(points, 1)
-        ]
-        body.append(
-            site.figure(
-                partial(plots.roofline, peaks, bandwidth, pts, title=shipped.title),
-                depth=1,
-                alt=f"roofline of {name}",
-                caption=f"{len(pts)} measured kernel(s) on {name}."
-                if pts
-                else f"No measured kernels on {name} yet: run `dsbench run` on that hardware.",
-            )
+    if points:
+        body += [el("h2", "Measured kernels"), _points_table(points)]
+    site.write(rel, title, join(body))
+
+
+def _roofline_figure(
+    site: Site, name: str, shipped: hardware.Profile, ceil: dict, points: list[dict]
+) -> Html:
+    """The roofline chart with the measured kernels, or why there is none."""
+    peaks = dict(ceil.get("peaks") or {})
+    bandwidth = ceil.get("bandwidth_Bps")
+    if not (peaks or bandwidth):
+        return el(
+            "p",
+            "This profile's ceilings are measured on the machine and no run on "
+            "it is in the results yet: run `dsbench run` there.",
+            cls="warn",
         )
-    else:
-        body.append(
-            el(
-                "p",
-                "This profile's ceilings are measured on the machine and no run on "
-                "it is in the results yet: run `dsbench run` there.",
-                cls="warn",
-            )
+    pts = [
+        plots.RooflinePoint(
+            str(i),
+            float(p.get("plot_intensity") or 0),
+            float(p.get("plot_flops_per_s") or 0),
         )
+        for i, p in enumerate(points, 1)
+    ]
+    return site.figure(
+        partial(plots.roofline, peaks, bandwidth, pts, title=shipped.title),
+        depth=1,
+        alt=f"roofline of {name}",
+        caption=f"{len(pts)} measured kernel(s) on {name}."
+        if pts
+        else f"No measured kernels on {name} yet: run `dsbench run` on that hardware.",
+    )
+
+
+def _ceiling_rows(ceil: dict) -> list[list[Any]]:
+    """One row per roof: value, datasheet or measured, source; then the ones with no value."""
+    peaks = dict(ceil.get("peaks") or {})
+    bandwidth = ceil.get("bandwidth_Bps")
     sources = ceil.get("sources") or {}
     measured = set(ceil.get("measured") or [])
     rows = [
@@ -137,26 +138,25 @@ def roofline_page(site: Site, name: str, shipped: hardware.Profile) -> None:
             ]
         )
     rows += [[k, "n/a", "", why] for k, why in (ceil.get("not_available") or {}).items()]
-    body.append(table(["ceiling", "value", "kind", "source"], rows))
-    if points:
-        body += [
-            el("h2", "Measured kernels"),
-            table(
-                ["#", "kernel", "FLOP/byte", "achieved TFLOP/s", "achieved GB/s", "run"],
-                [
-                    [
-                        i,
-                        p.get("label"),
-                        finite(p.get("intensity")),
-                        finite((p.get("achieved_flops_per_s") or 0) / 1e12),
-                        finite((p.get("achieved_bytes_per_s") or 0) / 1e9),
-                        p.get("run_label") or p.get("run_id"),
-                    ]
-                    for i, p in enumerate(points, 1)
-                ],
-            ),
-        ]
-    site.write(rel, title, join(body))
+    return rows
+
+
+def _points_table(points: list[dict]) -> Html:
+    """The measured kernels, numbered as on the chart."""
+    return table(
+        ["#", "kernel", "FLOP/byte", "achieved TFLOP/s", "achieved GB/s", "run"],
+        [
+            [
+                i,
+                p.get("label"),
+                finite(p.get("intensity")),
+                finite((p.get("achieved_flops_per_s") or 0) / 1e12),
+                finite((p.get("achieved_bytes_per_s") or 0) / 1e9),
+                p.get("run_label") or p.get("run_id"),
+            ]
+            for i, p in enumerate(points, 1)
+        ],
+    )
 
 
 def cross_table_html(df) -> Html:

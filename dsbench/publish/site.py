@@ -26,7 +26,6 @@ and file names in the site are made here, never taken from a result file.
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import shutil
@@ -41,32 +40,10 @@ from typing import Any
 
 from dsbench import asv_results, results
 from dsbench.errors import UsageError
-from dsbench.publish import comparisons, profiles, stability, stability_claims
+from dsbench.publish import claims_page, comparisons, index, profiles, stability
 from dsbench.publish import runs as run_pages
 from dsbench.publish.comparisons import AxisResult
-from dsbench.publish.facts import (
-    backend_name,
-    cell,
-    finite,
-    headlines,
-    optional,
-    prose,
-    status_counts,
-    when,
-)
-from dsbench.publish.html import (
-    CSS,
-    Html,
-    details,
-    el,
-    join,
-    link,
-    page,
-    render_value,
-    table,
-    void,
-    warn_list,
-)
+from dsbench.publish.html import CSS, Html, el, page, void
 from dsbench.results import Run
 
 MARKER = ".dsbench-site"
@@ -79,22 +56,8 @@ MARKER = ".dsbench-site"
 
 
 def load_all(root: Path, warn: Callable[[str], None]) -> list[Run]:
-    """dsbench's runs and, when the asv reader is installed, asv's (``root/asv``)."""
-    try:
-        importlib.import_module("dsbench.asv_results")
-        with_asv = True
-    except ModuleNotFoundError as exc:
-        if exc.name != "dsbench.asv_results":
-            raise
-        with_asv = False
-        if (root / results.ASV_DIR).is_dir():
-            warn(
-                f"asv results in {root / results.ASV_DIR} left out: dsbench.asv_results is "
-                "not installed"
-            )
-    if with_asv:
-        return asv_results.load_all_runs(root, warn)
-    return results.load_runs(root, warn)
+    """dsbench's runs and asv's (``root/asv``)."""
+    return asv_results.load_all_runs(root, warn)
 
 
 def check_out(out: Path, results_root: Path) -> None:
@@ -129,15 +92,15 @@ class Published:
     images: int
     without_data: list[str] = field(default_factory=list)
     """Comparison titles that had no data."""
-    unavailable: list[str] = field(default_factory=list)
-    """Functions of other publish modules that were missing (the pages say so too)."""
     axes: list[AxisResult] = field(default_factory=list)
 
 
 class Site:
     """One build: the runs, the folder being written, and what pages and charts went in it.
-    Page modules (:mod:`~dsbench.publish.comparisons`, :mod:`~dsbench.publish.runs`,
-    :mod:`~dsbench.publish.profiles`) write through :meth:`write` and :meth:`figure`."""
+    Page modules (:mod:`~dsbench.publish.index`, :mod:`~dsbench.publish.comparisons`,
+    :mod:`~dsbench.publish.runs`, :mod:`~dsbench.publish.profiles`,
+    :mod:`~dsbench.publish.stability`, :mod:`~dsbench.publish.claims_page`) write through
+    :meth:`write` and :meth:`figure`."""
 
     def __init__(
         self,
@@ -155,7 +118,6 @@ class Site:
         self.generated = datetime.now(UTC).isoformat(timespec="seconds")
         self.pages = 0
         self.images = 0
-        self.unavailable: list[str] = []
         self.run_pages = self._name_run_pages(runs)
         self.asv_copied = False
 
@@ -195,11 +157,6 @@ class Site:
         cap = el("figcaption", caption) if caption is not None else ""
         return el("figure", void("img", src="../" * depth + name, alt=alt), cap)
 
-    def unavailable_note(self, call: str) -> Html:
-        if call not in self.unavailable:
-            self.unavailable.append(call)
-        return el("p", f"Not available yet: {call} is missing from this dsbench.", cls="warn")
-
     # -- build --------------------------------------------------------------------------------
 
     def build(self) -> list[AxisResult]:
@@ -211,12 +168,12 @@ class Site:
                 comparisons.comparison_page(self, result)
         for run in self.runs:
             run_pages.run_page(self, run)
-        self.comparisons_page(axes)
+        index.comparisons_page(self, axes)
         run_pages.history_page(self)
         profiles.profiles_page(self)
         stability.stability_page(self)
-        self.claims_page()
-        self.index_page(axes)
+        claims_page.claims_page(self)
+        index.index_page(self, axes)
         marker = {
             "generator": "dsbench publish",
             "created": self.generated,
@@ -237,318 +194,6 @@ class Site:
 
         shutil.copytree(src, self.root / "asv", ignore=links)
         self.asv_copied = True
-
-    # -- index --------------------------------------------------------------------------------
-
-    def comparison_list(self, axes: list[AxisResult], depth: int) -> Html:
-        """Each comparison with, per group, its verdict counts; a group where nothing is decided
-        says so plainly, with the reason and what would decide it. Noise is never a finding."""
-        items = []
-        for r in axes:
-            a = r.axis
-            if r.has_data:
-                groups = el(
-                    "ul",
-                    *(
-                        el("li", p.group, ": ", comparisons.finding(a, p))
-                        for p in r.pairings
-                    ),
-                    cls="plain",
-                )  # fmt: skip
-                items.append(
-                    el("li", link("../" * depth + f"compare/{a.slug}.html", a.title), groups)
-                )
-            else:
-                items.append(
-                    el(
-                        "li",
-                        el("strong", a.title),
-                        " — no data: needs runs matching ",
-                        el("code", a.baseline),
-                        " and ",
-                        el("code", a.contender),
-                        "; to get them, ",
-                        prose(a.how),
-                        ".",
-                    )
-                )
-        return el("ul", *items, cls="plain")
-
-    def asv_note(self, depth: int) -> Html:
-        if self.asv_copied:
-            return el(
-                "p",
-                "asv's own pages (its graphs per commit and environment): ",
-                link("../" * depth + "asv/index.html", "asv/index.html"),
-            )
-        return el(
-            "p",
-            "asv's own pages are not here: run ",
-            el("code", "asv publish"),
-            f" (it writes {self.results_root / results.ASV_HTML_DIR}), then ",
-            el("code", "dsbench publish"),
-            " again.",
-            cls="note",
-        )
-
-    def index_page(self, axes: list[AxisResult]) -> None:
-        machines = sorted({r.machine for r in self.runs})
-        sources = sorted({r.source for r in self.runs})
-        body = [
-            el(
-                "p",
-                f"{len(self.runs)} run(s) from {len(machines)} machine(s) "
-                f"({', '.join(machines)}); sources: {', '.join(sources)}.",
-            ),
-        ]
-        if self.skipped:
-            body.append(warn_list(f"{len(self.skipped)} file(s) skipped:", self.skipped))
-        body += [el("h2", "Comparisons"), self.comparison_list(axes, 0)]
-        body += [
-            el("h2", "Runs"),
-            el(
-                "p",
-                "Grouped by machine, hardware profile, backend, Python and DeepSpeed version; "
-                "newest first. Headline numbers: each benchmark's best case.",
-                cls="note",
-            ),
-        ]
-
-        def key(run: Run) -> tuple[str, ...]:
-            f = run.fields
-            return (
-                run.machine,
-                f.get("profile") or "-",
-                backend_name(run),
-                f.get("python") or "-",
-                f.get("deepspeed") or "not installed",
-            )
-
-        grouped: dict[tuple[str, ...], list[Run]] = {}
-        for run in self.runs:
-            grouped.setdefault(key(run), []).append(run)
-        for (machine, profile, backend, python, ds), members in sorted(grouped.items()):
-            body.append(
-                el(
-                    "h3",
-                    f"{machine} · profile {profile} · {backend} · Python {python} · DeepSpeed {ds}",
-                )
-            )
-            rows = []
-            for run in reversed(members):
-                f = run.fields
-                rows.append(
-                    [
-                        el("span", when(run.created), title=run.created, cls="nowrap"),
-                        link(self.run_href(run, 0), run.id),
-                        join([run.label or "", *run_role(run)], " "),
-                        run.doc.get("suite") or "",
-                        run.source,
-                        f.get("device") or f.get("cpu") or "-",
-                        (f.get("commit") or "-")[:12],
-                        status_counts(run),
-                        join((el("span", h, cls="tag") for h in headlines(run)), " "),
-                    ]
-                )
-            body.append(
-                table(
-                    [
-                        "created",
-                        "run",
-                        "label",
-                        "suite",
-                        "source",
-                        "device",
-                        "commit",
-                        "benchmarks",
-                        "headline numbers",
-                    ],
-                    rows,
-                )
-            )
-        body += [
-            el("h2", "More"),
-            el(
-                "ul",
-                el("li", link("history.html", "History"), ": every benchmark across runs"),
-                el(
-                    "li",
-                    link("profiles.html", "Hardware profiles"),
-                    ": modelled floors on A100, H100, H200, MI250X, MI300X beside measured values; "
-                    "rooflines",
-                ),
-                el(
-                    "li",
-                    link("stability.html", "Stability"),
-                    ": soaks: memory and step time per rank, drift verdicts, faults and resumes",
-                ),
-                el("li", link("claims.html", "Claims"), ": published numbers beside dsbench's"),
-                cls="plain",
-            ),
-        ]
-        body += [el("h2", "asv"), self.asv_note(0)]
-        self.write("index.html", "dsbench results", join(body))
-
-    def comparisons_page(self, axes: list[AxisResult]) -> None:
-        f = comparisons.FACTOR
-        body = [
-            el(
-                "p",
-                "Each comparison pairs runs as ",
-                el("code", "dsbench compare"),
-                f" does and gives each case one of four verdicts from the 99% interval of the "
-                f"contender/baseline ratio, in the metric's own direction: better or worse when "
-                f"the whole interval lies beyond ×{f:g}, unchanged when it lies within 1/{f:g} "
-                f"to ×{f:g}, inconclusive otherwise. The interval comes from rounds (fresh "
-                "processes: "
-                "launches, or the alternating rounds of one launch), not from the repetitions "
-                "inside one process, so two single-launch runs are inconclusive unless a noise "
-                "calibration of the machine (",
-                el("code", "dsbench noise"),
-                ") exists; ",
-                el("code", "dsbench ab"),
-                " measures two sides in alternating rounds.",
-                cls="note",
-            ),
-            self.comparison_list(axes, 0),
-        ]
-        self.write("comparisons.html", "Comparisons", join(body))
-
-    # -- claims -------------------------------------------------------------------------------
-
-    def claims_page(self) -> None:
-        """Each claim file's table: what was claimed, what dsbench measured or modelled (said
-        which), the verdict and the commands that would measure it."""
-        from dsbench.publish import claims
-
-        load = optional("claims", "load_claims")
-        check = optional("claims", "check")
-        folder = self.results_root / results.CLAIMS_DIR
-        body: list[Any] = [
-            el(
-                "p",
-                "Published numbers (claim files under ",
-                el("code", str(folder)),
-                ") beside what dsbench measured, or, where nothing is measured yet, modelled "
-                "from hardware profiles; the dsbench column says which. A claim is never "
-                "treated as a result.",
-                cls="note",
-            ),
-            el(
-                "p",
-                "A measured claim is ",
-                el("strong", "consistent"),
-                " with the measurement when the whole 99% interval of dsbench's ratio "
-                "(contender / baseline, over rounds) lies within the ratios that agree with "
-                f"the claim (the printed ratio ÷/× {claims.FACTOR:g}, a printed range as it "
-                f"stands, a bound from bound ÷ {claims.FACTOR:g} on), ",
-                el("strong", "contradicted"),
-                " when it lies wholly outside them, ",
-                el("strong", "not decided"),
-                " when it reaches across an edge or the data give no interval (one round per "
-                "side without a noise figure, one value per side). Over several cases the "
-                "interval is that of their geometric mean: each case's interval at 99%/n "
-                "(Bonferroni), then the geometric means of the lower and of the upper ends. "
-                "A modelled ratio decides nothing.",
-                cls="note",
-            ),
-        ]
-        if load is None or check is None:
-            missing = "load_claims" if load is None else "check"
-            body.append(self.unavailable_note(f"dsbench.publish.claims.{missing}"))
-            self.write("claims.html", "Claims", join(body))
-            return
-        problems: list[str] = []
-
-        def note(msg: str) -> None:
-            problems.append(msg)
-            self.warn(msg)
-
-        claims = load(folder, warn=note) if folder.is_dir() else []
-        if problems:
-            body.append(warn_list("Claim files skipped:", problems))
-        body += stability_claims.claims_table(self, claims)
-        rows = check(claims, self.runs) if claims else []
-        if not rows:
-            body.append(el("p", f"No claims to check: add claim files under {folder}.", cls="note"))
-        by_source: dict[str, list[dict]] = {}
-        for r in rows:
-            by_source.setdefault(str(r.get("source_text") or r.get("title") or "-"), []).append(r)
-        for source, entries in by_source.items():
-            first = entries[0]
-            title = first.get("title") or source
-            if first.get("title_en"):
-                title = f"{title} ({first['title_en']})"
-            body += [el("h2", title), el("p", source, cls="note")]
-            if first.get("scenario"):
-                body.append(
-                    details("scenario as the source states it", render_value(first["scenario"]))
-                )
-            body.append(table(
-                ["claim", "metric", "claimed", "dsbench", "verdict", "to measure it"],
-                [claim_row(r) for r in entries],
-                row_classes=[claim_class(r) for r in entries],
-            ))  # fmt: skip
-        self.write("claims.html", "Claims", join(body))
-
-
-def run_role(run: Run) -> list[Html]:
-    """Tags for runs made for comparing: a side of a ``dsbench ab`` pair, a noise calibration."""
-    ab = run.doc.get("ab")
-    tags = []
-    if isinstance(ab, dict) and ab.get("side"):
-        tags.append(el("span", f"ab {ab['side']}: {ab.get('spec') or '?'}", cls="tag"))
-    if run.doc.get("purpose") == "noise":
-        tags.append(el("span", "noise calibration", cls="tag"))
-    return tags
-
-
-CLAIM_CLASSES = {"consistent": "consistent", "contradicted": "contradicted"}
-
-
-def claim_class(r: dict) -> str:
-    """Row class: consistent / contradicted coloured, everything undecided grey."""
-    if r.get("kind") == "none":
-        return "missing"
-    return CLAIM_CLASSES.get(str(r.get("decision")), "undecided")
-
-
-def claim_row(r: dict) -> list[Any]:
-    """One claim: its label, metric, the claimed numbers, dsbench's ratio labelled measured or
-    modelled with its 99% interval, the decision and why, the commands."""
-    label = r.get("label") or r.get("claim")
-    if r.get("label_en"):
-        label = join([label, el("br"), el("span", r["label_en"], cls="muted")])
-    arrow = {"higher": " ↑", "lower": " ↓"}.get(str(r.get("direction")), "")
-    kind = str(r.get("kind") or "none")
-    ratio = finite(r.get("dsbench_ratio"))
-    dsb = "-" if kind == "none" or ratio is None else f"{ratio:.3f}"
-    parts: list[Any] = [dsb, " ", el("span", kind, cls="tag")]
-    if interval := r.get("interval"):
-        parts += [el("br"), el("span", f"99%: {interval[0]:.3f}–{interval[1]:.3f}", cls="nowrap")]
-    elif kind == "measured":
-        parts += [el("br"), el("span", "no interval", cls="muted")]
-    dsb_cell = el("span", *parts, cls=kind)
-    more = [r[k] for k in ("measured", "modelled") if r.get(k)]
-    if more:
-        dsb_cell = join([dsb_cell, details("details", *(render_value(m) for m in more))])
-    commands = r.get("commands") or []
-    decision = str(r.get("decision") or "")
-    verdict = str(r.get("verdict") or "")
-    rest = verdict.removeprefix(f"{decision}: ") if decision else verdict
-    # the commands stand in the next column: the verdict says only that they are needed
-    rest = rest.split("; to decide it: ", 1)[0].split(": run ", 1)[0]
-    if commands and rest != verdict:
-        rest += " (the commands beside would measure it)"
-    verdict_cell = join([el("strong", decision), el("br"), rest]) if decision else rest
-    return [
-        label,
-        f"{r.get('metric', '')} ({r.get('unit', '')}{arrow})",
-        cell((r.get("claimed") or {}).get("text")),
-        dsb_cell,
-        verdict_cell,
-        join(el("div", el("code", c)) for c in commands),
-    ]
 
 
 # --------------------------------------------------------------------------------------------
@@ -599,6 +244,5 @@ def publish(
         pages=site.pages,
         images=site.images,
         without_data=[r.axis.title for r in axes if not r.has_data],
-        unavailable=site.unavailable,
         axes=axes,
     )

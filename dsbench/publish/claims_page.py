@@ -1,0 +1,153 @@
+"""``claims.html``: each claim file's table, what was claimed beside what dsbench measured or
+modelled (said which), the verdict and the commands that would measure it; the stability claims
+beside the soaks (:mod:`dsbench.publish.stability_claims`). A claim is never treated as a
+result."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from dsbench import results
+from dsbench.publish import claims, stability_claims
+from dsbench.publish.facts import cell, finite
+from dsbench.publish.html import Html, details, el, join, render_value, table, warn_list
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from dsbench.publish.site import Site
+
+CLAIM_CLASSES = {"consistent": "consistent", "contradicted": "contradicted"}
+
+
+def claims_page(site: Site) -> None:
+    """Each claim file's table: what was claimed, what dsbench measured or modelled (said
+    which), the verdict and the commands that would measure it."""
+    folder = site.results_root / results.CLAIMS_DIR
+    body: list[Any] = _intro(folder)
+    problems: list[str] = []
+
+    def note(msg: str) -> None:
+        problems.append(msg)
+        site.warn(msg)
+
+    loaded = claims.load_claims(folder, warn=note) if folder.is_dir() else []
+    if problems:
+        body.append(warn_list("Claim files skipped:", problems))
+    body += stability_claims.claims_table(site, loaded)
+    rows = claims.check(loaded, site.runs) if loaded else []
+    if not rows:
+        body.append(el("p", f"No claims to check: add claim files under {folder}.", cls="note"))
+    body += _source_tables(rows)
+    site.write("claims.html", "Claims", join(body))
+
+
+def _intro(folder: Path) -> list[Any]:
+    """What the page shows, and when a claim is consistent, contradicted or not decided."""
+    return [
+        el(
+            "p",
+            "Published numbers (claim files under ",
+            el("code", str(folder)),
+            ") beside what dsbench measured, or, where nothing is measured yet, modelled "
+            "from hardware profiles; the dsbench column says which. A claim is never "
+            "treated as a result.",
+            cls="note",
+        ),
+        el(
+            "p",
+            "A measured claim is ",
+            el("strong", "consistent"),
+            " with the measurement when the whole 99% interval of dsbench's ratio "
+            "(contender / baseline, over rounds) lies within the ratios that agree with "
+            f"the claim (the printed ratio ÷/× {claims.FACTOR:g}, a printed range as it "
+            f"stands, a bound from bound ÷ {claims.FACTOR:g} on), ",
+            el("strong", "contradicted"),
+            " when it lies wholly outside them, ",
+            el("strong", "not decided"),
+            " when it reaches across an edge or the data give no interval (one round per "
+            "side without a noise figure, one value per side). Over several cases the "
+            "interval is that of their geometric mean: each case's interval at 99%/n "
+            "(Bonferroni), then the geometric means of the lower and of the upper ends. "
+            "A modelled ratio decides nothing.",
+            cls="note",
+        ),
+    ]
+
+
+def _source_tables(rows: list[dict]) -> list[Any]:
+    """One heading, scenario and table per source (claim file section) of the checked rows."""
+    by_source: dict[str, list[dict]] = {}
+    for r in rows:
+        by_source.setdefault(str(r.get("source_text") or r.get("title") or "-"), []).append(r)
+    body: list[Any] = []
+    for source, entries in by_source.items():
+        first = entries[0]
+        title = first.get("title") or source
+        if first.get("title_en"):
+            title = f"{title} ({first['title_en']})"
+        body += [el("h2", title), el("p", source, cls="note")]
+        if first.get("scenario"):
+            body.append(
+                details("scenario as the source states it", render_value(first["scenario"]))
+            )
+        body.append(table(
+            ["claim", "metric", "claimed", "dsbench", "verdict", "to measure it"],
+            [claim_row(r) for r in entries],
+            row_classes=[claim_class(r) for r in entries],
+        ))  # fmt: skip
+    return body
+
+
+def claim_class(r: dict) -> str:
+    """Row class: consistent / contradicted coloured, everything undecided grey."""
+    if r.get("kind") == "none":
+        return "missing"
+    return CLAIM_CLASSES.get(str(r.get("decision")), "undecided")
+
+
+def claim_row(r: dict) -> list[Any]:
+    """One claim: its label, metric, the claimed numbers, dsbench's ratio labelled measured or
+    modelled with its 99% interval, the decision and why, the commands."""
+    label = r.get("label") or r.get("claim")
+    if r.get("label_en"):
+        label = join([label, el("br"), el("span", r["label_en"], cls="muted")])
+    arrow = {"higher": " ↑", "lower": " ↓"}.get(str(r.get("direction")), "")
+    commands = r.get("commands") or []
+    return [
+        label,
+        f"{r.get('metric', '')} ({r.get('unit', '')}{arrow})",
+        cell((r.get("claimed") or {}).get("text")),
+        _dsbench_cell(r),
+        _verdict_cell(r, commands),
+        join(el("div", el("code", c)) for c in commands),
+    ]
+
+
+def _dsbench_cell(r: dict) -> Html:
+    """dsbench's ratio, tagged measured / modelled / none, with its 99% interval and details."""
+    kind = str(r.get("kind") or "none")
+    ratio = finite(r.get("dsbench_ratio"))
+    dsb = "-" if kind == "none" or ratio is None else f"{ratio:.3f}"
+    parts: list[Any] = [dsb, " ", el("span", kind, cls="tag")]
+    if interval := r.get("interval"):
+        parts += [el("br"), el("span", f"99%: {interval[0]:.3f}–{interval[1]:.3f}", cls="nowrap")]
+    elif kind == "measured":
+        parts += [el("br"), el("span", "no interval", cls="muted")]
+    dsb_cell = el("span", *parts, cls=kind)
+    more = [r[k] for k in ("measured", "modelled") if r.get(k)]
+    if more:
+        dsb_cell = join([dsb_cell, details("details", *(render_value(m) for m in more))])
+    return dsb_cell
+
+
+def _verdict_cell(r: dict, commands: list[str]) -> Any:
+    """The decision in bold and why; the commands stand in the next column, so the verdict
+    says only that they are needed."""
+    decision = str(r.get("decision") or "")
+    verdict = str(r.get("verdict") or "")
+    rest = verdict.removeprefix(f"{decision}: ") if decision else verdict
+    rest = rest.split("; to decide it: ", 1)[0].split(": run ", 1)[0]
+    if commands and rest != verdict:
+        rest += " (the commands beside would measure it)"
+    return join([el("strong", decision), el("br"), rest]) if decision else rest
