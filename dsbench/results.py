@@ -4,7 +4,8 @@ Layout: ``<results>/<machine>/<run_id>[-<label>].json``. Each document carries `
 format's name) and ``schema_version``; :data:`MIGRATIONS` upgrades older versions on load, one
 step at a time, so old files keep working. A file that is corrupt, foreign or from a newer
 dsbench is reported in one line naming it and skipped; every other file still loads. Reading
-never modifies anything.
+never modifies anything. Migrations work on the raw JSON; then each row must make a
+:class:`dsbench.records.Row` (:attr:`Run.rows` gives them typed, :attr:`Run.benchmarks` as JSON).
 
 Schema versions: 1, the first; 2 adds ``source``, the tool that measured the run (``dsbench`` or
 ``asv``, :data:`SOURCES`); 3 adds rounds: each ``ok`` row's ``rounds`` partitions its samples

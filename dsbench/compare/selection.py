@@ -136,7 +136,8 @@ def select(
 
 @dataclasses.dataclass
 class Side:
-    """One side of a comparison: a run and the rows taken from it."""
+    """One side of a comparison: a run and the rows taken from it (their JSON, as publish reads
+    them; :func:`~dsbench.compare.compare_rows` types them)."""
 
     run: Run
     rows: dict[str, dict]
