@@ -203,23 +203,23 @@ class Record:
 
 
 def _load(cls: type[Record], name: str, value):
+    """Field ``name`` of ``cls`` from its JSON: nested records typed, anything else as is."""
     shape, record = cls._NESTED.get(name, (None, None))
     if shape is None or value is None:
         return value
-    if shape == "one" and isinstance(value, dict):
-        return record.from_json(value)
-    if (
-        shape == "map"
-        and isinstance(value, dict)
-        and all(isinstance(v, dict) for v in value.values())
-    ):
-        return {k: record.from_json(v) for k, v in value.items()}
-    if shape == "list" and isinstance(value, list) and all(isinstance(v, dict) for v in value):
-        return [record.from_json(v) for v in value]
+    try:
+        if shape == "one" and isinstance(value, dict):
+            return record.from_json(value)
+        if shape == "map" and isinstance(value, dict):
+            return {k: record.from_json(v) for k, v in value.items()}
+        if shape == "list" and isinstance(value, list):
+            return [record.from_json(v) for v in value]
+    except RecordError as exc:
+        raise RecordError(f"field '{name}' has an entry that {exc}") from None
     raise RecordError(f"field '{name}' is not {_SHAPES[shape]}")
 
 
-_SHAPES = {"one": "an object", "map": "an object of objects", "list": "a list of objects"}
+_SHAPES = {"one": "an object", "map": "an object", "list": "a list"}
 
 
 def _dump(nested: tuple[str, type[Record]] | None, value):
