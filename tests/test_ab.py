@@ -125,6 +125,24 @@ def test_merged_launches_keep_each_launchs_samples(tmp_path):
     assert results.row_rounds(a) == [[1.0, 2.0, 3.0], [4.0, 4.0]]
 
 
+def test_merged_rows_keep_the_key_order_of_their_launches():
+    """Merging writes a row's keys where its launches had them, then launch_values, memory and
+    launch_drifts (a soak row's drift): the same file, byte for byte, as before typed rows."""
+    soak = sorted((ROOT / "results").rglob("*-soak-dsbench-zero2.json"))[0]
+    launches = []
+    for k in range(2):
+        la = ab.Launch(side=0, index=k, order=k, path=soak, started="2026-12-01T00:00:00+00:00")
+        la.run = results.read_run(soak)
+        launches.append(la)
+    merged = ab.merge_launches(launches)["benchmarks"]
+    for before, after in zip(launches[0].run.doc["benchmarks"], merged, strict=True):
+        added = ["launch_values", "memory"] + (["launch_drifts"] if "drift" in before else [])
+        assert list(after) == list(before) + [k for k in added if k not in before]
+    failed = ab._merge_row([(0, launches[0].run.rows[merged[0]["id"]]), (1, None)],
+                           centre, None, None).to_json()  # fmt: skip
+    assert list(failed) == [*ab.HEADER_KEYS, "status", "error"]
+
+
 SLOWDOWN = """
 
 # Throwaway change for dsbench's power test: AdamW's step slowed by a busy-wait of {frac} of
