@@ -150,7 +150,7 @@ def is_number(x) -> bool:
     return isinstance(x, int | float) and not isinstance(x, bool) and abs(x) <= sys.float_info.max
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True, repr=False)
 class Record:
     """Shared by every record: lossless :meth:`from_json` / :meth:`to_json` (see [Note: lossless
     records]). Subclasses name nested records in ``_NESTED``: field -> (shape, record class),
@@ -163,6 +163,12 @@ class Record:
 
     _NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {}
     _META: ClassVar[frozenset[str]] = frozenset({"extra", "key_order"})
+
+    def __repr__(self) -> str:  # the fields the JSON object has
+        shown = (f"{n}={getattr(self, n)!r}" for n in self.json_fields()
+                 if getattr(self, n) is not UNSET)  # fmt: skip
+        extra = f", extra={self.extra!r}" if self.extra else ""
+        return f"{type(self).__name__}({', '.join(shown)}{extra})"
 
     @classmethod
     def json_fields(cls) -> tuple[str, ...]:
@@ -232,7 +238,7 @@ def _dump(nested: tuple[str, type[Record]] | None, value):
     return [v.to_json() for v in value]
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True, repr=False)
 class Peak(Record):
     """The profile figure a value is a percentage of (``dsbench.hardware.Profile.peak``)."""
 
@@ -245,7 +251,7 @@ class Peak(Record):
     na: str | Unset = UNSET  # why there is no figure
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True, repr=False)
 class MetricValue(Record):
     """One metric of a row (``row.metrics[name]``): the median over the samples and its interval."""
 
@@ -262,7 +268,7 @@ class MetricValue(Record):
     _NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"peak": ("one", Peak)}
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True, repr=False)
 class Round(Record):
     """``n`` consecutive samples of a row, from launch ``launch`` (schema 3, see results.py)."""
 
@@ -275,7 +281,7 @@ class Round(Record):
             raise RecordError("is not a {launch, n} count")
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True, repr=False)
 class Row(Record):
     """One benchmark case of a run (``doc["benchmarks"][i]``), what ``dsbench run``, ``ab``,
     ``soak``, ``verify-gpu`` and the asv reader write and compare and publish read. Fields in
@@ -422,7 +428,7 @@ def _check_measurement(row: dict) -> None:
         )
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True, repr=False)
 class ClaimCheck(Record):
     """A published claim beside what dsbench measured or modelled: one entry of
     :func:`dsbench.publish.claims.check` (fields in the order it builds them)."""
