@@ -200,6 +200,8 @@ class ZeroEngine(Stage3):
         self._unit_of_module: dict[nn.Module, Unit] = {}
         self._order: list[Unit] = []
         self._recording = True
+        # released units' gather buffers by size, for the next gathers (CPUs; Stage3._recycle)
+        self._gather_pool: dict[int, list[torch.Tensor]] = {}
         # optimizer state: flat fp32 runs over every owned slice, and Adam's step per bucket
         self._master_flat: torch.Tensor | None = None  # None: every master is the parameter
         self._grad_flat: torch.Tensor | None = None
