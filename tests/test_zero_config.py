@@ -1181,3 +1181,55 @@ def test_deepspeed_reads_the_same_batch_and_zero_settings(monkeypatch):
             cfg.fp16.enabled,
             cfg.gradient_clipping,
         )
+
+
+# --------------------------------------------------------------------------------------------
+# Each field's DeepSpeed status (dsbench.zero.fields): the one source of what is ignored/refused
+
+_ON = (True, 2, {"enabled": True}, {"autotp_size": 2}, {"grad_accum_dtype": "fp32"},
+       {"classes": ["MoE"]})  # fmt: skip
+_OFF = (False, None, 1)
+
+
+def _status_cases():
+    from dsbench.zero.fields import not_implemented
+    from dsbench.zero.sections import BF16Config, FP16Config
+
+    for path, cls in (("", DSConfig), ("zero_optimization", ZeroConfig), ("fp16", FP16Config),
+                      ("bf16", BF16Config)):  # fmt: skip
+        for key, on in not_implemented(cls).items():
+            yield pytest.param(path, key, on, id=f"{path or 'top'}.{key}")
+
+
+@pytest.mark.parametrize(("path", "key", "refused_if"), list(_status_cases()))
+def test_each_field_status_decides_ignored_or_refused(path, key, refused_if):
+    """A key a field marks ignored is reported in ignored_keys whatever its value; one it marks
+    refused is in unsupported when a value turns it on, else ignored."""
+
+    def loaded(value):
+        section = {key: value, "enabled": True} if path in ("fp16", "bf16") else {key: value}
+        raw = {"train_batch_size": 2, **({path: section} if path else section)}
+        return load(raw, for_engine="deepspeed")
+
+    dotted = f"{path}.{key}" if path else key
+    off = next(v for v in _OFF if not refused_if(v))
+    assert dotted in loaded(off).ignored_keys
+    on = next((v for v in _ON if refused_if(v)), None)
+    if on is not None:
+        config = loaded(on)
+        assert dotted not in config.ignored_keys
+        assert any(u.startswith(dotted) for u in config.unsupported), config.unsupported
+
+
+def test_status_table_reads_the_fields():
+    from dsbench.zero.fields import aliases, status_table
+
+    rows = dict(status_table(ZeroConfig, "zero_optimization"))
+    assert rows["zero_optimization.stage"] == "implemented"
+    assert rows["zero_optimization.stage3_prefetch_bucket_size (alias prefetch_bucket_size)"] == (
+        "implemented"
+    )
+    assert rows["zero_optimization.sub_group_size"] == "ignored"
+    assert rows["zero_optimization.zero_quantized_weights"] == "refused when on"
+    assert aliases(DSConfig) == {"bfloat16": "bf16"}
+    assert "batch" not in dict(status_table(DSConfig))  # dsbench's own fields are not keys

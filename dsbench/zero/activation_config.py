@@ -18,15 +18,7 @@ from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 from dsbench.values import closest, show_json
-from dsbench.zero.fields import ConfigError, _Section
-
-DEEPSPEED_ONLY = (
-    "partition_activations",
-    "contiguous_memory_optimization",
-    "cpu_checkpointing",
-    "synchronize_checkpoint_boundary",
-    "profile",
-)
+from dsbench.zero.fields import ConfigError, _Section, ignored, not_implemented
 
 
 @dataclass(kw_only=True, slots=True)
@@ -37,11 +29,12 @@ class ActivationCheckpointingConfig(_Section):
     """The section is in the config."""
     number_checkpoints: int | None = None
     """Checkpoint the first N blocks (None: all of them)."""
-    partition_activations: bool = False
-    contiguous_memory_optimization: bool = False
-    cpu_checkpointing: bool = False
-    synchronize_checkpoint_boundary: bool = False
-    profile: bool = False
+    # DeepSpeed's own implementation's switches: ignored (reported when on)
+    partition_activations: bool = ignored(False)
+    contiguous_memory_optimization: bool = ignored(False)
+    cpu_checkpointing: bool = ignored(False)
+    synchronize_checkpoint_boundary: bool = ignored(False)
+    profile: bool = ignored(False)
 
     _PATH: ClassVar[str] = "activation_checkpointing"
     _MIN: ClassVar[dict[str, float]] = {"number_checkpoints": 1}
@@ -66,5 +59,6 @@ def read_activation_checkpointing(
     ] if unknown else []  # fmt: skip
     known = {k: v for k, v in raw.items() if k in valid}
     section = ActivationCheckpointingConfig(enabled=True, **known)
-    ignored = [f"activation_checkpointing.{k}" for k in DEEPSPEED_ONLY if getattr(section, k)]
-    return section, ignored, warnings
+    off = not_implemented(ActivationCheckpointingConfig)
+    ignored_keys = [f"activation_checkpointing.{k}" for k in off if getattr(section, k)]
+    return section, ignored_keys, warnings

@@ -1,7 +1,8 @@
 """DeepSpeed's ds_config JSON, read as DeepSpeed 0.18 reads it, for dsbench's ZeRO engine.
 
 :func:`load_config` turns a ds_config (file, JSON text or dict) into a :class:`DSConfig` of
-kw-only dataclasses, one per section, each validated in ``__post_init__``. It follows DeepSpeed
+kw-only dataclasses, one per section, each validated in ``__post_init__``, in named steps: read
+the source, fill "auto", read the sections, resolve the batch sizes, report. It follows DeepSpeed
 (``deepspeed/runtime/config.py``, ``zero/config.py``, ``precision_config.py``, 0.18.4) where
 DeepSpeed is well defined, and is stricter where DeepSpeed lets mistakes through:
 
@@ -16,7 +17,9 @@ DeepSpeed is well defined, and is stricter where DeepSpeed lets mistakes through
   models forbid extras too); unknown top-level keys get one warning (DeepSpeed ignores them).
 * types: DeepSpeed's pydantic models coerce ``true`` to 1 and ``"2"`` to 2; we refuse both.
   Whole floats such as ``5e8`` are accepted where an integer is expected, as in DeepSpeed.
-* settings DeepSpeed accepts but dsbench's engine does not implement are recorded: harmless ones
+* settings DeepSpeed accepts but dsbench's engine does not implement are fields of the section
+  dataclasses too, each marked ignored or refused in its metadata (:mod:`dsbench.zero.fields`,
+  [Note: a field's DeepSpeed status]), and are recorded: harmless ones
   in :attr:`DSConfig.ignored_keys` (one warning), ones that change what is computed or where it
   lives in :attr:`DSConfig.unsupported` (dsbench's engine refuses them; ``for_engine="deepspeed"``
   accepts them, and :meth:`DSConfig.to_deepspeed_dict` hands them to ``deepspeed.initialize``).
@@ -48,21 +51,31 @@ from dsbench.zero.activation_config import (
     read_activation_checkpointing,
 )
 from dsbench.zero.batch import resolve as resolve_batch
-from dsbench.zero.fields import READ, ConfigError, _Section
+from dsbench.zero.fields import (
+    NOT_A_KEY,
+    READ,
+    ConfigError,
+    _never,
+    _Section,
+    aliases,
+    ignored,
+    implemented,
+    not_implemented,
+    refused,
+    setting,
+)
 from dsbench.zero.keys import (
     _ADAM_PARAMS,
     _BATCH_KEYS,
-    _BF16_NOT_IMPLEMENTED,
     _DS_OTHER_OPTIMIZERS,
-    _FP16_NOT_IMPLEMENTED,
     _FUSED_ONLY_PARAMS,
-    _TOP_IMPLEMENTED,
-    _TOP_NOT_IMPLEMENTED,
     _TORCH_ONLY_PARAMS,
-    _ZERO_ALIASES,
-    _ZERO_NOT_IMPLEMENTED,
+    _autotp,
     _describe,
-    _never,
+    _enabled,
+    _grad_accum_dtype,
+    _is_set,
+    _not_in,
     _Reader,
 )
 from dsbench.zero.schedulers import (
@@ -104,8 +117,9 @@ AUTO = hf_auto.AUTO
 class DSConfig(_Section):
     """A ds_config as dsbench's engines use it. Build it with :func:`load_config`."""
 
-    batch: BatchConfig
-    """The resolved batch sizes."""
+    batch: BatchConfig = field(metadata=NOT_A_KEY)
+    """The resolved batch sizes (``train_batch_size``, ``train_micro_batch_size_per_gpu``,
+    ``gradient_accumulation_steps``)."""
     optimizer: OptimizerConfig | None = None
     """Adam/AdamW settings; None when the config has no ``optimizer`` (the caller supplies
     one, as with DeepSpeed) or names one dsbench's engine does not implement."""
@@ -116,7 +130,7 @@ class DSConfig(_Section):
     """Clip gradients to this global L2 norm; 0 = off (DeepSpeed's default)."""
     fp16: FP16Config = field(default_factory=FP16Config)
     """fp16 mixed precision and loss scaling."""
-    bf16: BF16Config = field(default_factory=BF16Config)
+    bf16: BF16Config = setting(default_factory=BF16Config, alias="bfloat16")
     """bf16 mixed precision."""
     zero_optimization: ZeroConfig = field(default_factory=ZeroConfig)
     """ZeRO stage and communication settings."""
@@ -128,16 +142,64 @@ class DSConfig(_Section):
     """Log every this many steps (DeepSpeed's default: None, never)."""
     wall_clock_breakdown: bool = False
     """DeepSpeed's per-phase timers (accepted; dsbench times steps itself)."""
-    ignored_keys: tuple[str, ...] = ()
+    ignored_keys: tuple[str, ...] = field(default=(), metadata=NOT_A_KEY)
     """DeepSpeed settings (dotted paths) dsbench's engine accepts and ignores."""
-    unsupported: tuple[str, ...] = ()
+    unsupported: tuple[str, ...] = field(default=(), metadata=NOT_A_KEY)
     """DeepSpeed settings (``path=value``) dsbench's engine refuses; DeepSpeed runs them."""
-    unknown_keys: tuple[str, ...] = ()
+    unknown_keys: tuple[str, ...] = field(default=(), metadata=NOT_A_KEY)
     """Top-level keys DeepSpeed does not know (it ignores them; so do we, with a warning)."""
-    notes: tuple[str, ...] = field(default=(), compare=False)
+    notes: tuple[str, ...] = field(default=(), compare=False, metadata=NOT_A_KEY)
     """One line each: what the command line changed in the batch sizes, what "auto" became."""
-    raw: dict = field(default_factory=dict, compare=False, repr=False)
+    raw: dict = field(default_factory=dict, compare=False, repr=False, metadata=NOT_A_KEY)
     """The ds_config dict with batch sizes resolved and "auto" values filled in."""
+
+    # DeepSpeed's top-level settings that dsbench's engine does not implement, as given (see
+    # [Note: a field's DeepSpeed status]): ignored ones log, monitor, profile, checkpoint or
+    # tune memory and speed, leaving the numbers alone; refused ones (when on) change what is
+    # computed or where it lives.
+    aio: Any = ignored()
+    allgather_size: Any = ignored()  # the old boolean zero_optimization format
+    amp: Any = refused(_enabled)
+    autotuning: Any = ignored()
+    checkpoint: Any = ignored()
+    comet: Any = ignored()
+    comms_logger: Any = ignored()
+    communication_data_type: Any = refused(_is_set)
+    compile: Any = refused(_enabled)
+    compression_training: Any = refused(_is_set)
+    csv_monitor: Any = ignored()
+    curriculum_learning: Any = refused(_enabled)
+    data_efficiency: Any = refused(_enabled)
+    data_types: Any = refused(_grad_accum_dtype)
+    dataloader_drop_last: Any = ignored()
+    datastates_ckpt: Any = ignored()
+    disable_allgather: Any = ignored()
+    dump_state: Any = ignored()
+    eigenvalue: Any = refused(_enabled)
+    elasticity: Any = refused(_enabled)
+    flops_profiler: Any = ignored()
+    gradient_predivide_factor: Any = refused(_not_in(1))
+    graph_harvesting: Any = ignored()
+    hybrid_engine: Any = refused(_enabled)
+    memory_breakdown: Any = ignored()
+    nebula: Any = ignored()
+    pipeline: Any = refused(_is_set)  # pipeline parallelism (PipelineModule)
+    prescale_gradients: Any = refused()
+    progressive_layer_drop: Any = refused(_enabled)
+    quantize_training: Any = refused(_enabled)
+    seq_parallel_communication_data_type: Any = ignored()
+    sequence_parallel_size: Any = refused(_not_in(None, 1))
+    sparse_attention: Any = refused(_is_set)
+    sparse_gradients: Any = refused()
+    tensor_parallel: Any = refused(_autotp)
+    tensorboard: Any = ignored()
+    timers: Any = ignored()
+    use_data_before_expert_parallelism: Any = refused()  # mixture of experts
+    vocabulary_size: Any = ignored()
+    wandb: Any = ignored()
+    weight_quantization: Any = refused(_is_set)
+    zero_allow_untested_optimizer: Any = ignored()
+    zero_force_ds_cpu_optimizer: Any = ignored()
 
     _MIN: ClassVar[Mapping[str, float]] = {"steps_per_print": 1}
 
@@ -309,26 +371,27 @@ def _read_sections(reader: _Reader, raw: dict) -> dict[str, Any]:
     ``unknown`` (top-level keys DeepSpeed does not know) and ``batch`` (the config's batch
     sizes and which of them are "auto") still to be resolved."""
     # Top level: implemented, known to DeepSpeed but not implemented here, or unknown.
-    unknown = [k for k in raw if k not in _TOP_IMPLEMENTED and k not in _TOP_NOT_IMPLEMENTED]
+    top_valid, top_not_implemented = _top_level_keys()
+    unknown = [k for k in raw if k not in top_valid]
+    out: dict[str, Any] = {"unknown": unknown}
     for key in raw:
-        if key in _TOP_NOT_IMPLEMENTED:
-            if _TOP_NOT_IMPLEMENTED[key](raw[key]):
+        if key in top_not_implemented:
+            if top_not_implemented[key](raw[key]):
                 reader.unsupported.append(_describe(key, raw[key]))
             else:
                 reader.ignored.append(key)
-    out: dict[str, Any] = {"unknown": unknown}
+            reader.take(raw, "", key, out)
     batch_in_config: dict[str, Any] = {}
     for key in _BATCH_KEYS:
         reader.take(raw, "", key, batch_in_config)
     out["batch"], reader.autos = (batch_in_config, reader.autos), []
     for key in ("gradient_clipping", "steps_per_print", "wall_clock_breakdown"):
         reader.take(raw, "", key, out)
-    out["fp16"] = _read_precision(reader, raw, "fp16", "fp16", FP16Config, _FP16_NOT_IMPLEMENTED)
+    out["fp16"] = _read_precision(reader, raw, "fp16", FP16Config)
     if "bf16" in raw and "bfloat16" in raw:
         raise ConfigError("give bf16 or its old name bfloat16, not both")
-    bf16_key = "bfloat16" if "bfloat16" in raw else "bf16"
     out["bf16"] = _read_precision(
-        reader, raw, bf16_key, bf16_key, BF16Config, _BF16_NOT_IMPLEMENTED
+        reader, raw, "bfloat16" if "bfloat16" in raw else "bf16", BF16Config
     )
     out["zero_optimization"] = _read_zero(reader, raw)
     checkpointing, ac_ignored, ac_warnings = read_activation_checkpointing(
@@ -375,7 +438,7 @@ def _report(
     for message in warnings:
         warn(message)
     if config.unknown_keys:
-        valid = [*_TOP_IMPLEMENTED, *_TOP_NOT_IMPLEMENTED]
+        valid = _top_level_keys()[0]
         listed = ", ".join(f"'{one_line(k)}'{closest(k, valid)}" for k in config.unknown_keys)
         warn(f"ds_config: ignoring unknown top-level keys {listed} (DeepSpeed ignores them too)")
     if for_engine != "dsbench":
@@ -393,14 +456,22 @@ def _report(
         )
 
 
-def _read_precision(reader, raw, key, path, cls, not_implemented):
+def _top_level_keys() -> tuple[list[str], dict[str, Any]]:
+    """Every top-level key DeepSpeed reads, and those dsbench's engine does not implement (with
+    whether a value is refused), from :class:`DSConfig`'s fields."""
+    not_done = not_implemented(DSConfig)
+    valid = [*_BATCH_KEYS, *implemented(DSConfig), *aliases(DSConfig), *not_done]
+    return valid, not_done
+
+
+def _read_precision(reader: _Reader, raw: dict, key: str, cls: type) -> Any:
     section = reader.section(raw, key)
-    names = tuple(f.name for f in dataclasses.fields(cls) if f.name not in not_implemented)
+    names, not_done = implemented(cls), not_implemented(cls)
     kwargs: dict[str, Any] = {}
-    for name in (*names, *not_implemented):
-        reader.take(section, path, name, kwargs)
+    for name in (*names, *not_done):
+        reader.take(section, key, name, kwargs)
     enabled = kwargs.get("enabled", False) is True
-    reader.keys(section, path, names, not_implemented, active=enabled)
+    reader.keys(section, key, names, not_done, active=enabled)
     return cls(**kwargs)
 
 
@@ -409,21 +480,19 @@ def _read_zero(reader: _Reader, raw: dict) -> ZeroConfig:
     if isinstance(value, bool):  # DeepSpeed's deprecated format: true = stage 1
         return ZeroConfig(stage=int(value), allgather_bucket_size=raw.get("allgather_size", 5e8))
     section = reader.section(raw, "zero_optimization")
-    names = tuple(f.name for f in dataclasses.fields(ZeroConfig))
-    for alias, name in _ZERO_ALIASES.items():
+    names, other_names = implemented(ZeroConfig), aliases(ZeroConfig)
+    not_done = not_implemented(ZeroConfig)
+    for alias, name in other_names.items():
         if alias in section and name in section:
             raise ConfigError(f"give zero_optimization.{name} or its alias {alias}, not both")
     reader.keys(
-        section,
-        "zero_optimization",
-        (*names, *_ZERO_ALIASES, *offload_config.DEPRECATED),
-        _ZERO_NOT_IMPLEMENTED,
+        section, "zero_optimization", (*names, *other_names, *offload_config.DEPRECATED), not_done
     )
     kwargs: dict[str, Any] = {}
-    for name in names:
+    for name in (f.name for f in dataclasses.fields(ZeroConfig)):
         if name not in ("offload_optimizer", "offload_param"):
             reader.take(section, "zero_optimization", name, kwargs)
-    for alias, name in _ZERO_ALIASES.items():
+    for alias, name in (other_names | aliases(ZeroConfig, implemented=False)).items():
         reader.take(section, "zero_optimization", alias, kwargs, name)
     zero = ZeroConfig(**kwargs)
     offload = offload_config.read_offload(section, zero.stage)

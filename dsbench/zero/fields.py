@@ -1,13 +1,26 @@
 """What every section of a ds_config shares: the one-line :class:`ConfigError`, the reader of
-its values (:data:`READ`, :mod:`dsbench.values` worded for JSON), and :class:`_Section`, the
-base of the section dataclasses (config.py, the schedulers in schedulers.py), which checks each
-bool/int/float field in ``__post_init__``."""
+its values (:data:`READ`, :mod:`dsbench.values` worded for JSON), :class:`_Section`, the base
+of the section dataclasses (config.py, the schedulers in schedulers.py), which checks each
+bool/int/float field in ``__post_init__``, and each field's DeepSpeed status.
+
+[Note: a field's DeepSpeed status]
+Every key DeepSpeed reads in a section is a field of that section's dataclass, and the field
+says in its metadata (:func:`setting`) what dsbench's engine does with it: **implemented**
+(the default);
+**ignored** (accepted, reported once in a warning: logging, checkpoint I/O, tuning that leaves
+the numbers alone); or **refused** when its value turns it on (``refused_if``: it changes what
+is computed or where it lives, so dsbench's engine stops and points to ``--engine deepspeed``;
+off, it is ignored). ``alias`` is DeepSpeed's other name for the key. The reader's sorting of
+keys (:func:`implemented`, :func:`not_implemented`, :func:`aliases`) and the status tables
+(:func:`status_table`) are read from these fields, so they cannot disagree.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
-from typing import ClassVar
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
 
 from dsbench.errors import UsageError
 from dsbench.values import Reader, show_json
@@ -29,6 +42,120 @@ READ = Reader(_fail, json=True)
 1 (a number)``."""
 
 _show = show_json  # a value as the user wrote it (the schedulers' messages use it too)
+
+
+# --------------------------------------------------------------------------------------------
+# DeepSpeed status of each field (see [Note: a field's DeepSpeed status])
+# --------------------------------------------------------------------------------------------
+
+Status = Literal["implemented", "ignored", "refused"]
+
+
+def _never(value: Any) -> bool:
+    return False
+
+
+def _truthy(value: Any) -> bool:
+    return bool(value)
+
+
+@dataclass(frozen=True)
+class DeepSpeed:
+    """What dsbench's engine does with one of DeepSpeed's settings."""
+
+    status: Status = "implemented"
+    refused_if: Callable[[Any], bool] = _never
+    """For ``refused``: whether a value turns the setting on (else it is ignored)."""
+    alias: str | None = None
+    """DeepSpeed's other name for the key."""
+
+
+_IMPLEMENTED = DeepSpeed()
+
+
+def setting(
+    default: Any = dataclasses.MISSING,
+    *,
+    status: Status = "implemented",
+    refused_if: Callable[[Any], bool] | None = None,
+    alias: str | None = None,
+    **kwargs: Any,
+) -> Any:
+    """A dataclass field carrying its DeepSpeed status (a refused setting with no
+    ``refused_if`` is refused when truthy)."""
+    if status == "refused" and refused_if is None:
+        refused_if = _truthy
+    meta = {"deepspeed": DeepSpeed(status, refused_if or _never, alias)}
+    return dataclasses.field(default=default, metadata=meta, **kwargs)
+
+
+def _as_given(default: Any) -> dict[str, Any]:
+    # A setting dsbench models only to sort it (default None) holds the value as given, outside
+    # equality and repr.
+    return {"compare": False, "repr": False} if default is None else {}
+
+
+NOT_A_KEY: Mapping[str, Any] = {"deepspeed": None}
+"""Metadata of a dataclass field that is dsbench's own, not a key of the ds_config."""
+
+
+def ignored(default: Any = None, *, alias: str | None = None) -> Any:
+    """A field for a DeepSpeed setting dsbench's engine ignores (reported in a warning)."""
+    return setting(default, status="ignored", alias=alias, **_as_given(default))
+
+
+def refused(refused_if: Callable[[Any], bool] = _truthy, default: Any = None) -> Any:
+    """A field for a DeepSpeed setting dsbench's engine refuses when ``refused_if(value)``
+    (default: a truthy value), and ignores otherwise."""
+    return setting(default, status="refused", refused_if=refused_if, **_as_given(default))
+
+
+def deepspeed(f: dataclasses.Field) -> DeepSpeed | None:
+    """A field's DeepSpeed status (a field without one is implemented); None for fields that
+    are not ds_config keys (:data:`NOT_A_KEY`)."""
+    return f.metadata.get("deepspeed", _IMPLEMENTED)
+
+
+def _statuses(cls: type) -> dict[str, DeepSpeed]:
+    return {f.name: ds for f in dataclasses.fields(cls) if (ds := deepspeed(f)) is not None}
+
+
+def implemented(cls: type) -> tuple[str, ...]:
+    """The keys of ``cls`` dsbench's engine implements, in field order."""
+    return tuple(n for n, ds in _statuses(cls).items() if ds.status == "implemented")
+
+
+def not_implemented(cls: type) -> dict[str, Callable[[Any], bool]]:
+    """Key → whether a value is refused (False: ignored), for the keys of ``cls`` dsbench's
+    engine does not implement, under both their names."""
+    out = {}
+    for name, ds in _statuses(cls).items():
+        if ds.status != "implemented":
+            out.update({key: ds.refused_if for key in (name, ds.alias) if key})
+    return out
+
+
+def aliases(cls: type, implemented: bool = True) -> dict[str, str]:
+    """DeepSpeed's other names for the keys of ``cls`` dsbench's engine implements (or, with
+    ``implemented=False``, those it does not): alias → field name."""
+    return {
+        ds.alias: name
+        for name, ds in _statuses(cls).items()
+        if ds.alias and (ds.status == "implemented") == implemented
+    }
+
+
+def status_table(cls: type, path: str = "") -> list[tuple[str, str]]:
+    """(dotted key, status) for every DeepSpeed key of ``cls``, for docs: ``implemented``,
+    ``ignored``, ``refused when on``; an alias is named after its key."""
+    rows = []
+    for name, ds in _statuses(cls).items():
+        key = f"{path}.{name}" if path else name
+        if ds.alias:
+            key += f" (alias {ds.alias})"
+        text = "refused when on" if ds.status == "refused" else ds.status
+        rows.append((key, text))
+    return rows
 
 
 class _Section:

@@ -1,6 +1,7 @@
-"""Which ds_config keys dsbench's engine reads, which DeepSpeed accepts that it does not (and
-whether each is harmless, so ignored with a warning, or changes what is computed, so refused),
-and the one-pass reader that sorts a config's keys into those kinds."""
+"""The predicates that say when a DeepSpeed setting dsbench's engine does not implement is on
+(so refused; see [Note: a field's DeepSpeed status] in :mod:`dsbench.zero.fields`), the
+optimizer's parameter lists, and the one-pass reader that sorts a config's keys into
+implemented, ignored and refused."""
 
 from __future__ import annotations
 
@@ -9,21 +10,13 @@ from typing import Any
 
 from dsbench.values import show_json
 from dsbench.zero import hf_auto
-from dsbench.zero.fields import READ, ConfigError
+from dsbench.zero.fields import READ, ConfigError, _never, _truthy
 
 AUTO = hf_auto.AUTO
 
 # --------------------------------------------------------------------------------------------
-# Keys: what dsbench's engine reads, and what DeepSpeed accepts that it does not
+# When a setting dsbench's engine does not implement is on (``refused_if`` of the fields)
 # --------------------------------------------------------------------------------------------
-
-
-def _never(value: Any) -> bool:
-    return False
-
-
-def _truthy(value: Any) -> bool:
-    return bool(value)
 
 
 def _is_set(value: Any) -> bool:
@@ -36,117 +29,22 @@ def _enabled(value: Any) -> bool:
     return _is_set(value)
 
 
-# Active (True) means dsbench's engine must refuse; otherwise the key is ignored (harmless:
-# logging, monitoring, checkpoint I/O, or memory/speed tuning that leaves the numbers alone).
-_TOP_NOT_IMPLEMENTED: dict[str, Callable[[Any], bool]] = {
-    "aio": _never,
-    "allgather_size": _never,  # the old boolean zero_optimization format
-    "amp": _enabled,
-    "autotuning": _never,
-    "checkpoint": _never,
-    "comet": _never,
-    "comms_logger": _never,
-    "communication_data_type": _is_set,
-    "compile": _enabled,
-    "compression_training": _is_set,
-    "csv_monitor": _never,
-    "curriculum_learning": _enabled,
-    "data_efficiency": _enabled,
-    "data_types": lambda v: isinstance(v, dict) and v.get("grad_accum_dtype") is not None,
-    "dataloader_drop_last": _never,
-    "datastates_ckpt": _never,
-    "disable_allgather": _never,
-    "dump_state": _never,
-    "eigenvalue": _enabled,
-    "elasticity": _enabled,
-    "flops_profiler": _never,
-    "gradient_predivide_factor": lambda v: v != 1,
-    "graph_harvesting": _never,
-    "hybrid_engine": _enabled,
-    "memory_breakdown": _never,
-    "nebula": _never,
-    "pipeline": _is_set,  # pipeline parallelism (PipelineModule)
-    "prescale_gradients": _truthy,
-    "progressive_layer_drop": _enabled,
-    "quantize_training": _enabled,
-    "seq_parallel_communication_data_type": _never,
-    "sequence_parallel_size": lambda v: v not in (None, 1),
-    "sparse_attention": _is_set,
-    "sparse_gradients": _truthy,
-    "tensor_parallel": lambda v: isinstance(v, dict) and v.get("autotp_size") not in (None, 0, 1),
-    "tensorboard": _never,
-    "timers": _never,
-    "use_data_before_expert_parallelism": _truthy,  # mixture of experts
-    "vocabulary_size": _never,
-    "wandb": _never,
-    "weight_quantization": _is_set,
-    "zero_allow_untested_optimizer": _never,
-    "zero_force_ds_cpu_optimizer": _never,
-}
+def _grad_accum_dtype(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("grad_accum_dtype") is not None
 
-_TOP_IMPLEMENTED = (
-    "train_batch_size",
-    "train_micro_batch_size_per_gpu",
-    "gradient_accumulation_steps",
-    "optimizer",
-    "scheduler",
-    "gradient_clipping",
-    "fp16",
-    "bf16",
-    "bfloat16",
-    "zero_optimization",
-    "steps_per_print",
-    "wall_clock_breakdown",
-    "activation_checkpointing",
-)
 
-_ZERO_ALIASES = {
-    "prefetch_bucket_size": "stage3_prefetch_bucket_size",
-    "param_persistence_threshold": "stage3_param_persistence_threshold",
-    "max_reuse_distance": "stage3_max_reuse_distance",
-    "max_live_parameters": "stage3_max_live_parameters",
-}
+def _autotp(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("autotp_size") not in (None, 0, 1)
 
-_ZERO_NOT_IMPLEMENTED: dict[str, Callable[[Any], bool]] = {
-    "sub_group_size": _never,
-    "round_robin_gradients": _never,
-    "zero_hpz_partition_size": lambda v: v not in (None, 0, 1),
-    "zero_quantized_weights": _truthy,
-    "zero_quantized_nontrainable_weights": _truthy,
-    "zero_quantized_gradients": _truthy,
-    "zeropp_loco_param": _is_set,
-    "mics_shard_size": lambda v: v not in (None, -1),
-    "mics_hierarchical_params_gather": _never,
-    "zenflow": _is_set,
-    "legacy_stage1": _truthy,
-    "load_from_fp32_weights": _never,
-    "elastic_checkpoint": _never,
-    "ignore_unused_parameters": _never,
-    "use_multi_rank_bucket_allreduce": _never,
-    "memory_efficient_linear": _never,
-    "pipeline_loading_checkpoint": _never,
-    "override_module_apply": _never,
-    "log_trace_cache_warnings": _never,
-    "enable_sanity_checks": _never,
-    # ZeRO-3 leaf modules (mixture-of-experts blocks gathered whole): refused when any is named
-    "leaf_module": lambda v: isinstance(v, dict) and any(v.get(k) for k in v),
-    "stage3_gather_fp16_weights_on_model_save": _never,  # deprecated spelling
-}
-for _name in (
-    "gather_16bit_weights_on_model_save",
-    "model_persistence_threshold",
-    "module_granularity_threshold",
-    "use_all_reduce_for_fetch_params",
-):  # DeepSpeed accepts both the field name and its stage3_ alias
-    _ZERO_NOT_IMPLEMENTED[_name] = _ZERO_NOT_IMPLEMENTED[f"stage3_{_name}"] = _never
 
-_FP16_NOT_IMPLEMENTED = {"auto_cast": _truthy, "fp16_master_weights_and_grads": _truthy}
-_BF16_NOT_IMPLEMENTED = {
-    "immediate_grad_update": _never,
-    "check_grad_overflow": _truthy,
-    "bf16_master_weights_and_grads": _truthy,
-    "bf16_optimizer_states": _truthy,
-}
+def _not_in(*off: Any) -> Callable[[Any], bool]:
+    """On unless the value is one of ``off`` (the setting's values that leave it off)."""
+    return lambda value: value not in off
+
+
+def _names_a_module(value: Any) -> bool:
+    return isinstance(value, dict) and any(value.get(k) for k in value)
+
 
 # Adam/AdamW params: those DeepSpeed's FusedAdam takes, and those only torch's Adam/AdamW take.
 _ADAM_PARAMS = ("lr", "betas", "eps", "weight_decay", "torch_adam", "adam_w_mode", "amsgrad")
@@ -172,7 +70,7 @@ _DS_OTHER_OPTIMIZERS = (
     "lion",
     "muon",
 )
-_BATCH_KEYS = ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps")
+_BATCH_KEYS = hf_auto.BATCH_KEYS
 
 
 def _describe(path: str, value: Any) -> str:

@@ -30,9 +30,21 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from dsbench.values import show_json
-from dsbench.zero.fields import READ, ConfigError, _Section
+from dsbench.zero.fields import (
+    READ,
+    ConfigError,
+    _never,
+    _Section,
+    ignored,
+    not_implemented,
+    refused,
+)
 
 DEVICES = ("none", "cpu", "nvme")
+
+
+def _partial(ratio: float) -> bool:
+    return ratio < 1.0
 
 
 @dataclass(kw_only=True, slots=True)
@@ -41,10 +53,8 @@ class _Offload(_Section):
     """'none', 'cpu' (implemented) or 'nvme' (refused)."""
     pin_memory: bool = False
     """Page-locked host memory, so copies to and from a GPU run asynchronously."""
-    nvme_path: str | None = None
+    nvme_path: str | None = ignored(None)
     """NVMe offload only."""
-
-    _TUNING: ClassVar[tuple[str, ...]] = ()  # fields that only size or tune DeepSpeed's swapping
 
     def __post_init__(self) -> None:
         if self.device not in DEVICES:
@@ -66,24 +76,17 @@ class _Offload(_Section):
 class OffloadOptimizerConfig(_Offload):
     """``offload_optimizer``: optimizer state and step in host memory (stages 1–3)."""
 
-    buffer_count: int = 4
-    pipeline_read: bool = False
-    pipeline_write: bool = False
-    fast_init: bool = False
-    ratio: float = 1.0
+    buffer_count: int = ignored(4)
+    pipeline_read: bool = ignored(False)
+    pipeline_write: bool = ignored(False)
+    fast_init: bool = ignored(False)
+    ratio: float = refused(_partial, 1.0)
     """Fraction of the optimizer state offloaded (DeepSpeed: < 1 at stage 3 only)."""
-    super_offload: bool = False
-    cpuadam_cores_perc: float = 0.8
+    super_offload: bool = refused(default=False)
+    """DeepSpeed's Grace-Hopper path."""
+    cpuadam_cores_perc: float = ignored(0.8)
 
     _PATH: ClassVar[str] = "zero_optimization.offload_optimizer"
-    _TUNING: ClassVar[tuple[str, ...]] = (
-        "buffer_count",
-        "pipeline_read",
-        "pipeline_write",
-        "fast_init",
-        "cpuadam_cores_perc",
-        "nvme_path",
-    )
 
     def __post_init__(self) -> None:
         _Offload.__post_init__(self)
@@ -98,12 +101,11 @@ class OffloadOptimizerConfig(_Offload):
 class OffloadParamConfig(_Offload):
     """``offload_param``: stage 3's parameter shards in host memory."""
 
-    buffer_count: int = 5
-    buffer_size: int = 100_000_000
-    max_in_cpu: int = 1_000_000_000
+    buffer_count: int = ignored(5)
+    buffer_size: int = ignored(100_000_000)
+    max_in_cpu: int = ignored(1_000_000_000)
 
     _PATH: ClassVar[str] = "zero_optimization.offload_param"
-    _TUNING: ClassVar[tuple[str, ...]] = ("buffer_count", "buffer_size", "max_in_cpu", "nvme_path")
 
 
 @dataclass(frozen=True)
@@ -149,26 +151,32 @@ def read_offload(zero: dict[str, Any], stage: Any) -> Offload:
         READ.known(raw, valid, f"{path}.")
         sections[name] = cls(**raw)
     opt, param = sections["offload_optimizer"], sections["offload_param"]
-    unsupported, ignored = [], []
+    unsupported: list[str] = []
+    ignored_keys: list[str] = []
     if "cpu_offload_use_pin_memory" in zero:  # DeepSpeed deprecates it without mapping it
-        ignored.append("zero_optimization.cpu_offload_use_pin_memory")
+        ignored_keys.append("zero_optimization.cpu_offload_use_pin_memory")
     for section, given in (
         (opt, zero.get("offload_optimizer")),
         (param, zero.get("offload_param")),
     ):
         if section.device == "nvme":
             unsupported.append(f'{section._PATH}.device="nvme"')
-        if isinstance(given, dict):
-            ignored += [f"{section._PATH}.{k}" for k in section._TUNING if k in given]
-    if opt.ratio < 1.0:
-        unsupported.append(f"{opt._PATH}.ratio={opt.ratio:g}")
-    if opt.super_offload:
-        unsupported.append(f"{opt._PATH}.super_offload=true")
+        if isinstance(given, dict):  # the tuning fields given (the shared nvme_path last)
+            tuning = [k for k, on in not_implemented(type(section)).items() if on is _never]
+            tuning.sort(key=lambda k: k == "nvme_path")
+            ignored_keys += [f"{section._PATH}.{k}" for k in tuning if k in given]
+    for name, on in not_implemented(OffloadOptimizerConfig).items():
+        value = getattr(opt, name)
+        if on(value):  # ratio < 1, super_offload
+            shown = f"{value:g}" if isinstance(value, float) else show_json(value)
+            unsupported.append(f"{opt._PATH}.{name}={shown}")
     if opt.enabled and stage == 0:
-        ignored.append(f"{opt._PATH} (stage 0 has no ZeRO optimizer; DeepSpeed ignores it too)")
+        ignored_keys.append(
+            f"{opt._PATH} (stage 0 has no ZeRO optimizer; DeepSpeed ignores it too)"
+        )
     if param.enabled and stage in (0, 1, 2):
-        ignored.append(f"{param._PATH} (stage 3 only; DeepSpeed ignores it below)")
-    return Offload(opt, param, tuple(unsupported), tuple(ignored))
+        ignored_keys.append(f"{param._PATH} (stage 3 only; DeepSpeed ignores it below)")
+    return Offload(opt, param, tuple(unsupported), tuple(ignored_keys))
 
 
 def summary(stage: int, optimizer: OffloadOptimizerConfig, param: OffloadParamConfig) -> str:

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from dsbench.values import show_json
-from dsbench.zero.fields import READ, ConfigError, _Section
+from dsbench.zero.fields import READ, ConfigError, _Section, ignored, refused, setting
+from dsbench.zero.keys import _is_set, _names_a_module, _not_in
 from dsbench.zero.loss_scaler import DynamicLossScaler, StaticLossScaler
 from dsbench.zero.offload_config import OffloadOptimizerConfig, OffloadParamConfig
 
@@ -127,9 +128,9 @@ class FP16Config(_Section):
     """Refill the hysteresis budget after every clean step, not only when the scale grows."""
     min_loss_scale: int = 1
     """The dynamic scale never drops below this (an integer in DeepSpeed's schema)."""
-    auto_cast: bool = False
+    auto_cast: bool = refused(default=False)
     """Cast module inputs to fp16 (DeepSpeed; not implemented by dsbench's engine)."""
-    fp16_master_weights_and_grads: bool = False
+    fp16_master_weights_and_grads: bool = refused(default=False)
     """fp16 master weights with CPU Adam (DeepSpeed; not implemented by dsbench's engine)."""
 
     _PATH: ClassVar[str] = "fp16"
@@ -166,13 +167,13 @@ class BF16Config(_Section):
 
     enabled: bool = False
     """Train in bf16 with fp32 master weights in the optimizer partition."""
-    immediate_grad_update: bool = False
+    immediate_grad_update: bool = ignored(False)
     """DeepSpeed's early gradient update (performance only; dsbench's engine ignores it)."""
-    check_grad_overflow: bool = False
+    check_grad_overflow: bool = refused(default=False)
     """Skip bf16 steps with inf/NaN gradients (DeepSpeed; not implemented by dsbench's engine)."""
-    bf16_master_weights_and_grads: bool = False
+    bf16_master_weights_and_grads: bool = refused(default=False)
     """bf16 master weights (DeepSpeed; not implemented by dsbench's engine)."""
-    bf16_optimizer_states: bool = False
+    bf16_optimizer_states: bool = refused(default=False)
     """bf16 optimizer states (DeepSpeed; not implemented by dsbench's engine)."""
 
     _PATH: ClassVar[str] = "bf16"
@@ -199,22 +200,56 @@ class ZeroConfig(_Section):
     """Elements per parameter all-gather bucket after the step (stages 1-2)."""
     allgather_partitions: bool = True
     """All-gather updated partitions (False: a broadcast per rank, in DeepSpeed)."""
-    stage3_prefetch_bucket_size: int = 50_000_000
+    stage3_prefetch_bucket_size: int = setting(50_000_000, alias="prefetch_bucket_size")
     """Stage 3: elements of parameters gathered ahead of use (alias prefetch_bucket_size)."""
-    stage3_param_persistence_threshold: int = 100_000
+    stage3_param_persistence_threshold: int = setting(100_000, alias="param_persistence_threshold")
     """Stage 3: parameters with fewer elements stay whole on every rank (alias
     param_persistence_threshold)."""
-    stage3_max_reuse_distance: int = 1_000_000_000
+    stage3_max_reuse_distance: int = setting(1_000_000_000, alias="max_reuse_distance")
     """Stage 3: a module's gathered parameters are kept after its forward when they will be used
     again (in backward) within this many parameter elements of other gathers (alias
     max_reuse_distance)."""
-    stage3_max_live_parameters: int = 1_000_000_000
+    stage3_max_live_parameters: int = setting(1_000_000_000, alias="max_live_parameters")
     """Stage 3: at most this many gathered parameter elements are kept that way (alias
     max_live_parameters)."""
     offload_optimizer: OffloadOptimizerConfig = field(default_factory=OffloadOptimizerConfig)
     """ZeRO-Offload of the optimizer state and step to host memory (stages 1–3)."""
     offload_param: OffloadParamConfig = field(default_factory=OffloadParamConfig)
     """Stage 3: parameter shards in host memory (:mod:`dsbench.zero.offload_config`)."""
+
+    # DeepSpeed's settings that dsbench's engine does not implement, as given (see [Note: a
+    # field's DeepSpeed status]): ignored ones tune memory, speed or checkpoint I/O; refused
+    # ones (when on) change what is computed or where it lives.
+    sub_group_size: Any = ignored()
+    round_robin_gradients: Any = ignored()
+    zero_hpz_partition_size: Any = refused(_not_in(None, 0, 1))
+    zero_quantized_weights: Any = refused()
+    zero_quantized_nontrainable_weights: Any = refused()
+    zero_quantized_gradients: Any = refused()
+    zeropp_loco_param: Any = refused(_is_set)
+    mics_shard_size: Any = refused(_not_in(None, -1))
+    mics_hierarchical_params_gather: Any = ignored()
+    zenflow: Any = refused(_is_set)
+    legacy_stage1: Any = refused()
+    load_from_fp32_weights: Any = ignored()
+    elastic_checkpoint: Any = ignored()
+    ignore_unused_parameters: Any = ignored()
+    use_multi_rank_bucket_allreduce: Any = ignored()
+    memory_efficient_linear: Any = ignored()
+    pipeline_loading_checkpoint: Any = ignored()
+    override_module_apply: Any = ignored()
+    log_trace_cache_warnings: Any = ignored()
+    enable_sanity_checks: Any = ignored()
+    leaf_module: Any = refused(_names_a_module)
+    """ZeRO-3 leaf modules (mixture-of-experts blocks gathered whole): refused when any is named."""
+    stage3_gather_fp16_weights_on_model_save: Any = ignored()
+    """The deprecated spelling of gather_16bit_weights_on_model_save."""
+    gather_16bit_weights_on_model_save: Any = ignored(
+        alias="stage3_gather_16bit_weights_on_model_save"
+    )
+    model_persistence_threshold: Any = ignored(alias="stage3_model_persistence_threshold")
+    module_granularity_threshold: Any = ignored(alias="stage3_module_granularity_threshold")
+    use_all_reduce_for_fetch_params: Any = ignored(alias="stage3_use_all_reduce_for_fetch_params")
 
     _PATH: ClassVar[str] = "zero_optimization"
 
