@@ -110,3 +110,25 @@ def test_good_values_come_back_in_their_python_type():
     assert JSON.boolean("b", False) is False
     assert TOML.string("s", "a", ("a", "b")) == "a"
     assert TOML.positive("r", 2) == 2.0
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [("a = ", "not valid TOML: "), ("a = 1" + "0" * 5000, "not valid TOML: a number too long"),
+     (b"\xff", "cannot read: ")],
+)  # fmt: skip
+def test_read_toml_problems_are_one_line_naming_the_file(tmp_path, text, problem):
+    path = tmp_path / "x.toml"
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    with pytest.raises(Bad) as info:
+        values.read_toml(path, "files/x.toml", Bad)
+    assert str(info.value).startswith(f"files/x.toml: {problem}")
+    assert "\n" not in str(info.value)
+
+
+def test_read_toml_reads_a_document(tmp_path):
+    (tmp_path / "ok.toml").write_text('a = 1\n[t]\nb = "x"\n')
+    assert values.read_toml(tmp_path / "ok.toml", "ok", Bad) == {"a": 1, "t": {"b": "x"}}
