@@ -5,14 +5,15 @@ bool/int/float field in ``__post_init__``, and each field's DeepSpeed status.
 
 [Note: a field's DeepSpeed status]
 Every key DeepSpeed reads in a section is a field of that section's dataclass, and the field
-says in its metadata (:func:`setting`) what dsbench's engine does with it: **implemented**
-(the default);
-**ignored** (accepted, reported once in a warning: logging, checkpoint I/O, tuning that leaves
-the numbers alone); or **refused** when its value turns it on (``refused_if``: it changes what
-is computed or where it lives, so dsbench's engine stops and points to ``--engine deepspeed``;
-off, it is ignored). ``alias`` is DeepSpeed's other name for the key. The reader's sorting of
-keys (:func:`implemented`, :func:`not_implemented`, :func:`aliases`) and the status tables
-(:func:`status_table`) are read from these fields, so they cannot disagree.
+says in its metadata (:func:`setting`, :func:`ignored`, :func:`refused`) what dsbench's engine
+does with it: **implemented** (the default); **ignored** (accepted, reported once in a warning:
+logging, checkpoint I/O, tuning that leaves the numbers alone); or **refused** when its value
+turns it on (``refused_if``: it changes what is computed or where it lives, so dsbench's engine
+stops and points to ``--engine deepspeed``; off, it is ignored). ``alias`` is DeepSpeed's other
+name for the key. The reader's sorting of keys (:func:`implemented`, :func:`not_implemented`,
+:func:`aliases`) and the status tables (:func:`status_table`) are read from these fields, so
+they cannot disagree. Like DeepSpeed's pydantic ``Field(alias=...)`` and its deprecation
+metadata (``deepspeed/runtime/zero/config.py``).
 """
 
 from __future__ import annotations
