@@ -63,13 +63,11 @@ from dsbench.zero.fields import (
     not_implemented,
     refused,
     setting,
+    statuses,
 )
 from dsbench.zero.keys import (
-    _ADAM_PARAMS,
     _BATCH_KEYS,
     _DS_OTHER_OPTIMIZERS,
-    _FUSED_ONLY_PARAMS,
-    _TORCH_ONLY_PARAMS,
     _autotp,
     _describe,
     _enabled,
@@ -530,20 +528,20 @@ def _read_optimizer(reader: _Reader, raw: dict) -> OptimizerConfig | None:
             "use the top-level gradient_clipping instead"
         )
     torch_adam = params.get("torch_adam", False) is True
+    both, fused_only, torch_only = _adam_params()
     # FusedAdam and torch.optim.Adam(W) take different keyword arguments; DeepSpeed passes the
     # params straight to whichever it builds, so a key the other one has is a TypeError there.
     wrong, right = (
-        (_FUSED_ONLY_PARAMS, "torch.optim.Adam/AdamW")
+        (fused_only, "torch.optim.Adam/AdamW")
         if torch_adam
-        else (_TORCH_ONLY_PARAMS, "DeepSpeed's FusedAdam (torch_adam is false)")
+        else (torch_only, "DeepSpeed's FusedAdam (torch_adam is false)")
     )
     for key in params:
         if key in wrong:
             raise ConfigError(f"optimizer.params.{key} is not an argument of {right}")
-    other = _TORCH_ONLY_PARAMS if torch_adam else _FUSED_ONLY_PARAMS
-    reader.keys(params, "optimizer.params", _ADAM_PARAMS, other)
+    reader.keys(params, "optimizer.params", both, torch_only if torch_adam else fused_only)
     kwargs: dict[str, Any] = {"type": name}
-    for key in (*_ADAM_PARAMS, "bias_correction"):
+    for key in (*both, *fused_only, *torch_only):
         reader.take(params, "optimizer.params", key, kwargs)
     config = OptimizerConfig(**kwargs)
     if not config.bias_correction:
@@ -553,6 +551,18 @@ def _read_optimizer(reader: _Reader, raw: dict) -> OptimizerConfig | None:
     if "bias_correction" in kwargs:  # implemented (True) or refused above: not "ignored"
         reader.ignored = [k for k in reader.ignored if k != "optimizer.params.bias_correction"]
     return config
+
+
+def _adam_params() -> tuple[tuple[str, ...], dict[str, Any], dict[str, Any]]:
+    """:class:`OptimizerConfig`'s params from its fields: those both of DeepSpeed's Adams take,
+    and (each with whether a value is refused) those only FusedAdam or only torch's take."""
+    fields = statuses(OptimizerConfig)
+    both = tuple(n for n, ds in fields.items() if ds.only is None)
+    fused_only, torch_only = (
+        {n: ds.refused_if for n, ds in fields.items() if ds.only == which}
+        for which in ("fused", "torch")
+    )
+    return both, fused_only, torch_only
 
 
 def _read_scheduler(

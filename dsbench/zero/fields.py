@@ -69,6 +69,8 @@ class DeepSpeed:
     """For ``refused``: whether a value turns the setting on (else it is ignored)."""
     alias: str | None = None
     """DeepSpeed's other name for the key."""
+    only: str | None = None
+    """The one implementation that takes the key (``fused`` or ``torch`` for Adam's params)."""
 
 
 _IMPLEMENTED = DeepSpeed()
@@ -80,13 +82,14 @@ def setting(
     status: Status = "implemented",
     refused_if: Callable[[Any], bool] | None = None,
     alias: str | None = None,
+    only: str | None = None,
     **kwargs: Any,
 ) -> Any:
     """A dataclass field carrying its DeepSpeed status (a refused setting with no
     ``refused_if`` is refused when truthy)."""
     if status == "refused" and refused_if is None:
         refused_if = _truthy
-    meta = {"deepspeed": DeepSpeed(status, refused_if or _never, alias)}
+    meta = {"deepspeed": DeepSpeed(status, refused_if or _never, alias, only)}
     return dataclasses.field(default=default, metadata=meta, **kwargs)
 
 
@@ -100,15 +103,15 @@ NOT_A_KEY: Mapping[str, Any] = {"deepspeed": None}
 """Metadata of a dataclass field that is dsbench's own, not a key of the ds_config."""
 
 
-def ignored(default: Any = None, *, alias: str | None = None) -> Any:
+def ignored(default: Any = None, **kwargs: Any) -> Any:
     """A field for a DeepSpeed setting dsbench's engine ignores (reported in a warning)."""
-    return setting(default, status="ignored", alias=alias, **_as_given(default))
+    return setting(default, status="ignored", **_as_given(default), **kwargs)
 
 
-def refused(refused_if: Callable[[Any], bool] = _truthy, default: Any = None) -> Any:
+def refused(refused_if: Callable[[Any], bool] = _truthy, default: Any = None, **kwargs) -> Any:
     """A field for a DeepSpeed setting dsbench's engine refuses when ``refused_if(value)``
     (default: a truthy value), and ignores otherwise."""
-    return setting(default, status="refused", refused_if=refused_if, **_as_given(default))
+    return setting(default, status="refused", refused_if=refused_if, **_as_given(default), **kwargs)
 
 
 def deepspeed(f: dataclasses.Field) -> DeepSpeed | None:
@@ -117,20 +120,21 @@ def deepspeed(f: dataclasses.Field) -> DeepSpeed | None:
     return f.metadata.get("deepspeed", _IMPLEMENTED)
 
 
-def _statuses(cls: type) -> dict[str, DeepSpeed]:
+def statuses(cls: type) -> dict[str, DeepSpeed]:
+    """Field name → DeepSpeed status, for the fields of ``cls`` that are ds_config keys."""
     return {f.name: ds for f in dataclasses.fields(cls) if (ds := deepspeed(f)) is not None}
 
 
 def implemented(cls: type) -> tuple[str, ...]:
     """The keys of ``cls`` dsbench's engine implements, in field order."""
-    return tuple(n for n, ds in _statuses(cls).items() if ds.status == "implemented")
+    return tuple(n for n, ds in statuses(cls).items() if ds.status == "implemented")
 
 
 def not_implemented(cls: type) -> dict[str, Callable[[Any], bool]]:
     """Key → whether a value is refused (False: ignored), for the keys of ``cls`` dsbench's
     engine does not implement, under both their names."""
     out = {}
-    for name, ds in _statuses(cls).items():
+    for name, ds in statuses(cls).items():
         if ds.status != "implemented":
             out.update({key: ds.refused_if for key in (name, ds.alias) if key})
     return out
@@ -141,7 +145,7 @@ def aliases(cls: type, implemented: bool = True) -> dict[str, str]:
     ``implemented=False``, those it does not): alias → field name."""
     return {
         ds.alias: name
-        for name, ds in _statuses(cls).items()
+        for name, ds in statuses(cls).items()
         if ds.alias and (ds.status == "implemented") == implemented
     }
 
@@ -150,7 +154,7 @@ def status_table(cls: type, path: str = "") -> list[tuple[str, str]]:
     """(dotted key, status) for every DeepSpeed key of ``cls``, for docs: ``implemented``,
     ``ignored``, ``refused when on``; an alias is named after its key."""
     rows = []
-    for name, ds in _statuses(cls).items():
+    for name, ds in statuses(cls).items():
         key = f"{path}.{name}" if path else name
         if ds.alias:
             key += f" (alias {ds.alias})"

@@ -10,7 +10,7 @@ from typing import Any
 
 from dsbench.values import show_json
 from dsbench.zero import hf_auto
-from dsbench.zero.fields import READ, ConfigError, _never, _truthy
+from dsbench.zero.fields import READ, ConfigError
 
 AUTO = hf_auto.AUTO
 
@@ -46,16 +46,6 @@ def _names_a_module(value: Any) -> bool:
     return isinstance(value, dict) and any(value.get(k) for k in value)
 
 
-# Adam/AdamW params: those DeepSpeed's FusedAdam takes, and those only torch's Adam/AdamW take.
-_ADAM_PARAMS = ("lr", "betas", "eps", "weight_decay", "torch_adam", "adam_w_mode", "amsgrad")
-_FUSED_ONLY_PARAMS = {"bias_correction": _never, "set_grad_none": _never}
-_TORCH_ONLY_PARAMS = {
-    "maximize": _truthy,
-    "foreach": _never,
-    "capturable": _never,
-    "differentiable": _never,
-    "fused": _never,
-}
 # DeepSpeed's own optimizers (config.DEEPSPEED_OPTIMIZERS) besides adam/adamw; any other name
 # is looked up in torch.optim.
 _DS_OTHER_OPTIMIZERS = (

@@ -10,7 +10,15 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from dsbench.values import show_json
-from dsbench.zero.fields import READ, ConfigError, _Section, ignored, refused, setting
+from dsbench.zero.fields import (
+    NOT_A_KEY,
+    READ,
+    ConfigError,
+    _Section,
+    ignored,
+    refused,
+    setting,
+)
 from dsbench.zero.keys import _is_set, _names_a_module, _not_in
 from dsbench.zero.loss_scaler import DynamicLossScaler, StaticLossScaler
 from dsbench.zero.offload_config import OffloadOptimizerConfig, OffloadParamConfig
@@ -65,7 +73,7 @@ class OptimizerConfig(_Section):
     gradient, ``torch.optim.Adam`` semantics). :attr:`decoupled_weight_decay` says which.
     """
 
-    type: str = "adamw"
+    type: str = field(default="adamw", metadata=NOT_A_KEY)  # optimizer.type, beside the params
     """'adam' or 'adamw': DeepSpeed matches the name case-insensitively and lower-cases it."""
     lr: float = 1e-3
     """Learning rate (FusedAdam's and torch's default 1e-3); WarmupLR's default peak."""
@@ -81,10 +89,16 @@ class OptimizerConfig(_Section):
     adam_w_mode: bool = True
     """DeepSpeed's switch between decoupled decay (True, default) and L2 decay (False) for
     type 'adam'; type 'adamw' is always decoupled."""
-    bias_correction: bool = True
+    bias_correction: bool = setting(True, only="fused")
     """Adam's bias correction (a FusedAdam argument; dsbench's engine implements only True)."""
     amsgrad: bool = False
     """The AMSGrad variant (torch only; FusedAdam refuses it; dsbench's engine: False only)."""
+    set_grad_none: Any = ignored(only="fused")
+    maximize: Any = refused(only="torch")
+    foreach: Any = ignored(only="torch")
+    capturable: Any = ignored(only="torch")
+    differentiable: Any = ignored(only="torch")
+    fused: Any = ignored(only="torch")
 
     _PATH: ClassVar[str] = "optimizer.params"
 
