@@ -1233,3 +1233,17 @@ def test_status_table_reads_the_fields():
     assert rows["zero_optimization.zero_quantized_weights"] == "refused when on"
     assert aliases(DSConfig) == {"bfloat16": "bf16"}
     assert "batch" not in dict(status_table(DSConfig))  # dsbench's own fields are not keys
+
+
+@pytest.mark.parametrize("torch_adam", [False, True])
+def test_adam_params_of_one_optimizer_follow_their_fields(torch_adam):
+    """FusedAdam-only and torch-only params are OptimizerConfig fields marked ignored or
+    refused: set_grad_none (FusedAdam) and foreach (torch) are ignored, maximize refused."""
+    key = "foreach" if torch_adam else "set_grad_none"
+    params = {"torch_adam": torch_adam, key: True}
+    config = load(base(optimizer={"type": "AdamW", "params": params}), for_engine="deepspeed")
+    assert f"optimizer.params.{key}" in config.ignored_keys and not config.unsupported
+    if torch_adam:
+        params = {"torch_adam": True, "maximize": True}
+        config = load(base(optimizer={"type": "AdamW", "params": params}), for_engine="deepspeed")
+        assert config.unsupported == ("optimizer.params.maximize=true",)
