@@ -1247,3 +1247,43 @@ def test_adam_params_of_one_optimizer_follow_their_fields(torch_adam):
         params = {"torch_adam": True, "maximize": True}
         config = load(base(optimizer={"type": "AdamW", "params": params}), for_engine="deepspeed")
         assert config.unsupported == ("optimizer.params.maximize=true",)
+
+
+def _offload_table() -> dict[str, str]:
+    """Key (as ``offload_config``'s docstring table names it) → the status its row gives."""
+    from dsbench.zero import offload_config
+
+    lines = offload_config.__doc__.split("=" * 41)[2].strip("= \n").splitlines()
+    rows, status, continued = {}, "implemented", False
+    for line in lines:
+        first, rest = line[:43].strip(), line[43:].strip()
+        if first and not continued:
+            status = (
+                rest.split()[0].rstrip(",")
+                if rest.startswith(("ignored", "refused"))
+                else ("implemented")
+            )
+        for key in first.split("``")[1::2]:
+            rows[key] = status
+        continued = first.endswith(",")
+    return rows
+
+
+def test_offload_docstring_table_agrees_with_the_fields():
+    """Every offload field dsbench's engine does not implement is in the module's table, and
+    every key the table names has the status its field's metadata gives."""
+    import fnmatch
+
+    from dsbench.zero.fields import statuses
+    from dsbench.zero.offload_config import OffloadOptimizerConfig, OffloadParamConfig
+
+    table = _offload_table()
+    for cls, section in ((OffloadOptimizerConfig, "offload_optimizer"),
+                         (OffloadParamConfig, "offload_param")):  # fmt: skip
+        for name, ds in statuses(cls).items():
+            keys = [k for k in table if ": " not in k
+                    and fnmatch.fnmatch(name, k.removeprefix(f"{section}."))]  # fmt: skip
+            if ds.status != "implemented":
+                assert keys, f"{section}.{name} ({ds.status}) is missing from the table"
+            for key in keys:
+                assert table[key] == ds.status, (section, name, key, table[key])

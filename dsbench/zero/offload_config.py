@@ -14,13 +14,15 @@ What dsbench's engine does with each field (the engine side is :mod:`dsbench.zer
 ``device: "nvme"``                         refused (ZeRO-Infinity's NVMe swapping)
 ``offload_optimizer.ratio`` < 1            refused (partial offload, DeepSpeed stage 3 only)
 ``offload_optimizer.super_offload``        refused (DeepSpeed's Grace-Hopper path)
-buffer counts and sizes, ``max_in_cpu``,   ignored, reported once: they size DeepSpeed's NVMe
-``pipeline_*``, ``fast_init``,             swap buffers and tiles, or tune its CPU Adam
-``cpuadam_cores_perc``, ``nvme_path``
+``buffer_count``, ``buffer_size``,         ignored, reported once: they size DeepSpeed's NVMe
+``max_in_cpu``, ``pipeline_*``,            swap buffers and tiles, or tune its CPU Adam
+``fast_init``, ``cpuadam_cores_perc``,
+``nvme_path``
 =========================================  ==================================================
 
-As in DeepSpeed, ``offload_optimizer`` does nothing at stage 0 (no ZeRO optimizer) and
-``offload_param`` nothing below stage 3; both are then reported as ignored.
+Each field's status is in its metadata (:mod:`dsbench.zero.fields`); a test checks this table
+against it. As in DeepSpeed, ``offload_optimizer`` does nothing at stage 0 (no ZeRO optimizer)
+and ``offload_param`` nothing below stage 3; both are then reported as ignored.
 """
 
 from __future__ import annotations
