@@ -31,13 +31,18 @@ Precision: fp32 sums in fp32. fp16/bf16 segments are summed in fp32 and rounded 
 ring's ``fp32_partials``): the error is at most half an ulp of the result dtype. The order of
 summation is rank 0, 1, ..., n-1 for every element, on every host and for every n.
 
-Synchronisation: a barrier (``torch.distributed.barrier`` on the group: gloo's, so a dead peer
-ends in gloo's timeout, not a hang) between writing and reading. Every collective ends by
+Synchronisation: a barrier between writing and reading. On x86 hosts it lives in the workspace
+itself: each rank writes a growing counter into its own cache line of a header page and waits
+until every rank's counter has reached it (x86 keeps stores in order, so a peer that sees the
+counter sees the data written before it). It takes ~0.03 ms and ~0.01 ms of CPU on the
+development VM, against ~0.09 ms and ~0.2 ms of CPU for gloo's barrier, and a collective has
+two; a peer that never arrives (dead or hung) ends it with an error naming the ranks after the
+process group's timeout, as gloo's would. Elsewhere (or with more than 64 ranks) it is
+``torch.distributed.barrier`` on the group. Every collective ends by
 reading the workspace, so the next one on the group starts with one more barrier: nobody
 overwrites data a slower rank is still reading. One region instead of two alternating halves
 (which would need no such barrier) keeps the resident memory at half, since shared pages count
-in every rank's resident set; the price is one barrier per collective (~0.35 ms on gloo over
-loopback on the development VM). Collectives on one
+in every rank's resident set; the price is one barrier per collective. Collectives on one
 group must be issued in the same order on every rank (as for any torch.distributed collective);
 the engine's comm thread guarantees that.
 
@@ -49,8 +54,10 @@ tensors only.
 from __future__ import annotations
 
 import os
+import platform
 import shutil
 import tempfile
+import time
 import uuid
 from typing import TYPE_CHECKING, ClassVar
 
@@ -63,6 +70,18 @@ if TYPE_CHECKING:
 _ALIGN = 1 << 12
 """Segments start on page boundaries (and so on any vector width)."""
 _MIN_BYTES = 1 << 20
+_HEADER = _ALIGN
+"""The workspace's first page: the barrier's counters, one 64-byte cache line per rank."""
+_LINE = 64 // 8
+"""int64 counters per cache line."""
+_FLAG_BARRIER = platform.machine().lower() in ("x86_64", "amd64")
+"""Counters in shared memory order correctly only where stores stay in program order (x86)."""
+_SPIN = 20
+"""Checks of the counters (a few microseconds each) before a waiting rank starts sleeping."""
+_NAP_S = 5e-5
+"""How long a waiting rank sleeps between later checks: it gives the core to the rank it waits
+for and the GIL to its own main thread (a thread that kept checking would take the GIL back at
+once after each check, and the main thread could wait up to the 5 ms switch interval)."""
 
 
 def _shm_check(device: str) -> tuple[bool, str]:
@@ -100,6 +119,12 @@ class _Workspace:
         self.buffer: torch.Tensor | None = None
         self.in_use = False
         """A rank may still be reading what the last collective left (see the module)."""
+        self.counters: torch.Tensor | None = None
+        """Every rank's barrier counter (int64, one cache line apart) in the header page; None:
+        gloo's barrier."""
+        self.epoch = 0
+        """Barriers this rank has entered on the current mapping."""
+        self.timeout_s = _group_timeout(pg)
 
     @classmethod
     def of(cls, group) -> _Workspace | None:
@@ -118,7 +143,26 @@ class _Workspace:
     def barrier(self) -> None:
         import torch.distributed as dist
 
-        dist.barrier(group=self.pg)
+        if self.counters is None:
+            dist.barrier(group=self.pg)
+            return
+        self.epoch += 1
+        self.counters[self.rank] = self.epoch
+        deadline, checks = None, 0
+        while not bool((self.counters >= self.epoch).all()):
+            checks += 1
+            if checks < _SPIN:
+                continue
+            time.sleep(_NAP_S)
+            if deadline is None:
+                deadline = time.monotonic() + self.timeout_s
+            elif time.monotonic() > deadline:
+                late = [j for j in range(self.size) if int(self.counters[j]) < self.epoch]
+                raise RuntimeError(
+                    f"shm collectives: rank(s) {late} of the group did not reach the barrier "
+                    f"within {self.timeout_s:g} s (the process group's timeout): a peer died or "
+                    "hangs"
+                )
 
     def acquire(self, nbytes: int) -> torch.Tensor:
         """The workspace as bytes, at least ``nbytes`` long, free to write (collective)."""
@@ -127,14 +171,14 @@ class _Workspace:
         elif self.in_use:
             self.barrier()
         self.in_use = True  # the caller reads it after its own barrier
-        return self.buffer[: self.nbytes]
+        return self.buffer[_HEADER : _HEADER + self.nbytes]
 
     def _grow(self, nbytes: int) -> None:
         import torch
         import torch.distributed as dist
 
         size = max(_MIN_BYTES, 2 * self.nbytes, nbytes)
-        size = -(-size // _ALIGN) * _ALIGN
+        size = -(-size // _ALIGN) * _ALIGN + _HEADER
         if self.in_use:  # everyone must be done with the old mapping before it is dropped
             self.barrier()
         names: list[str | None] = [None]
@@ -161,7 +205,22 @@ class _Workspace:
                 f"shm collectives: a rank of the group could not open {path}: all ranks must run "
                 "on one host (use the native or ring implementation across hosts)"
             )
-        self.buffer, self.nbytes = buffer, size
+        self.buffer, self.nbytes = buffer, size - _HEADER
+        self.epoch = 0  # a new file: every rank's counter starts at zero
+        if _FLAG_BARRIER and self.size * _LINE * 8 <= _HEADER:
+            self.counters = buffer[:_HEADER].view(torch.int64)[::_LINE][: self.size]
+        else:
+            self.counters = None
+
+
+def _group_timeout(pg) -> float:
+    """The process group's collective timeout in seconds (what gloo's barrier would wait)."""
+    import torch
+
+    try:
+        return pg._get_backend(torch.device("cpu")).options._timeout.total_seconds()
+    except (AttributeError, RuntimeError):  # private API: torch's default then
+        return 1800.0
 
 
 def release_workspaces() -> None:

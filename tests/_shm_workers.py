@@ -191,3 +191,20 @@ def allgather_in_place(payload, *, device, send):
                 wrong.append(n)
         out[name] = True if not wrong else f"sizes {wrong} differ"
     send(out)
+
+
+def late_peer(payload, *, device, send):
+    """Rank 0 all-gathers while rank 1 stays away: rank 0 sends the error its barrier raised."""
+    import time
+
+    rank = dist.get_rank()
+    out = torch.empty(2 * 4)
+    shm.allgather(out, torch.ones(4))  # maps the workspace (collective)
+    if rank == 0:
+        try:
+            shm.allgather(out, torch.ones(4))
+            send("no error")
+        except RuntimeError as exc:
+            send(str(exc))
+    else:
+        time.sleep(payload["away_s"])

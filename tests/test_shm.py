@@ -55,3 +55,19 @@ def test_every_cpu_allgather_works_in_place(world):
     for rank, results in got.items():
         assert set(results) >= {"native", "ring", "shm"}, results
         assert all(v is True for v in results.values()), (rank, results)
+
+
+def test_a_peer_that_never_arrives_ends_the_barrier_naming_it():
+    """The barrier waits no longer than the process group's timeout (as gloo's would)."""
+    if not shm._FLAG_BARRIER:
+        pytest.skip("this host uses gloo's barrier for shm collectives")
+    got = {}
+    spawn_ranks(
+        "tests._shm_workers:late_peer",
+        2,
+        {"away_s": 8},
+        on_message=lambda rank, msg: got.__setitem__(rank, msg),
+        timeout_s=120,
+        collective_timeout_s=2,
+    )
+    assert "rank(s) [1]" in got[0] and "within 2 s" in got[0], got
