@@ -231,29 +231,29 @@ def test_check_gives_measured_ratio_from_synthetic_runs(tmp_path):
         },
     )
     (entry,) = claims.check([claim], runs)
-    assert entry["kind"] == "measured"
-    measured = entry["measured"]
+    assert entry.kind == "measured"
+    measured = entry.measured
     assert measured["n_cases"] == 2  # the dsbench-engine rows are not engine=deepspeed
     assert sorted(p["ratio"] for p in measured["cases"]) == pytest.approx([1.1, 1.25])
-    assert entry["dsbench_ratio"] == pytest.approx(math.sqrt(1.1 * 1.25))
+    assert entry.dsbench_ratio == pytest.approx(math.sqrt(1.1 * 1.25))
     assert measured["baseline_run"] != measured["contender_run"]
     # two separate single-launch runs and no noise figure: no interval, nothing decided
-    assert entry["decision"] == "not decided" and entry["interval"] is None
-    assert entry["verdict"].startswith(
+    assert entry.decision == "not decided" and entry.interval is None
+    assert entry.verdict.startswith(
         f"not decided: measured {math.sqrt(1.1 * 1.25):.3g}× (geometric mean of 2 cases; no "
         "interval: too few samples"
     )
-    assert "vs claimed 1.25× (accepted 1.19–1.31×)" in entry["verdict"]
+    assert "vs claimed 1.25× (accepted 1.19–1.31×)" in entry.verdict
     # the claim's own numbers stay under "claimed"; nothing of them leaks into measured
-    assert entry["claimed"]["baseline"]["value"] == 100
+    assert entry.claimed["baseline"]["value"] == 100
     assert sorted(p["baseline"] for p in measured["cases"]) == [40.0, 90.0]
-    assert entry["modelled"] is None
+    assert entry.modelled is None
     ab = (
         "dsbench ab --baseline deepspeed=0.18.3 --contender deepspeed=0.18.4 --suite training "
         "--filter '^train_step\\['"
     )
-    assert entry["commands"] == [ab]
-    assert entry["verdict"].endswith(f"; to decide it: {ab}")
+    assert entry.commands == [ab]
+    assert entry.verdict.endswith(f"; to decide it: {ab}")
 
 
 def _decided(tmp_path, base: list[float], cont: list[float], spread=0.01, n_cases=1):
@@ -281,13 +281,13 @@ def test_claim_decision_from_the_interval_over_launches(tmp_path, cont, decision
     consistent when it lies within, contradicted when wholly outside, else not decided."""
     base = [100.0, 99.0, 101.0, 100.5, 99.5, 100.0]
     entry, _ = _decided(tmp_path, base, cont)
-    lo, hi = entry["interval"]
-    assert lo <= entry["dsbench_ratio"] <= hi
-    assert entry["accepted"] == pytest.approx((1.25 / 1.05, 1.25 * 1.05))
-    assert entry["decision"] == decision
-    assert entry["verdict"].startswith(f"{decision}: measured ")
-    assert f"99% interval {lo:.3g}×–{hi:.3g}×, 1 case" in entry["verdict"]
-    assert ("to decide it: dsbench ab " in entry["verdict"]) == (decision == "not decided")
+    lo, hi = entry.interval
+    assert lo <= entry.dsbench_ratio <= hi
+    assert entry.accepted == pytest.approx((1.25 / 1.05, 1.25 * 1.05))
+    assert entry.decision == decision
+    assert entry.verdict.startswith(f"{decision}: measured ")
+    assert f"99% interval {lo:.3g}×–{hi:.3g}×, 1 case" in entry.verdict
+    assert ("to decide it: dsbench ab " in entry.verdict) == (decision == "not decided")
 
 
 def test_geometric_mean_interval_is_bonferroni_conservative(tmp_path):
@@ -297,14 +297,14 @@ def test_geometric_mean_interval_is_bonferroni_conservative(tmp_path):
 
     base, cont = [100.0, 98.0, 103.0, 101.0, 99.0], [124.0, 127.0, 123.0, 126.0, 125.0]
     entry, runs = _decided(tmp_path, base, cont, spread=0.02, n_cases=3)
-    m = entry["measured"]
+    m = entry.measured
     assert m["n_cases"] == 3 and m["case_level"] == pytest.approx(1 - 0.01 / 3)
     rows = {r.id: r for r in compare.compare_rows(
         runs[0].benchmarks, runs[1].benchmarks, level=1 - 0.01 / 3)}  # fmt: skip
     for case in m["cases"]:
         assert (case["low"], case["high"]) == pytest.approx((rows[case["id"]].low,
                                                               rows[case["id"]].high))  # fmt: skip
-    lo, hi = entry["interval"]
+    lo, hi = entry.interval
     assert lo == pytest.approx(math.exp(sum(math.log(c["low"]) for c in m["cases"]) / 3))
     assert hi == pytest.approx(math.exp(sum(math.log(c["high"]) for c in m["cases"]) / 3))
     plain = compare.compare_rows(runs[0].benchmarks, runs[1].benchmarks)  # 99% per case
@@ -326,8 +326,8 @@ def test_noise_figure_and_ab_pair_give_single_launch_runs_an_interval(tmp_path):
     write_json(tmp_path / "runs" / "noise.json", noise)
     runs = results.load_runs(tmp_path / "runs")
     (entry,) = claims.check([claim], runs)
-    assert entry["interval"] is not None and entry["decision"] == "consistent"
-    assert entry["measured"]["baseline_run"] not in ("20260110T000000Z-noise0",)
+    assert entry.interval is not None and entry.decision == "consistent"
+    assert entry.measured["baseline_run"] not in ("20260110T000000Z-noise0",)
 
     for k, (ds, values) in enumerate((("0.18.3", [100.0] * 4), ("0.18.4", [100.0] * 4))):
         doc = make_doc(f"2026010{k + 5}T000000Z-ab{k:04d}", f"2026-01-0{k + 5}T00:00:00+00:00",
@@ -340,11 +340,11 @@ def test_noise_figure_and_ab_pair_give_single_launch_runs_an_interval(tmp_path):
                      [_train_row(_params("mlp"), 300.0)], label="0.18.4")  # fmt: skip
     write_json(tmp_path / "runs" / "late.json", later)
     (entry,) = claims.check([claim], results.load_runs(tmp_path / "runs"))
-    m = entry["measured"]
+    m = entry.measured
     assert (m["baseline_run"], m["contender_run"]) == (
         "20260105T000000Z-ab0000", "20260106T000000Z-ab0001")  # fmt: skip
     assert any("measured together by dsbench ab ab1" in n for n in m["notes"])
-    assert entry["decision"] == "contradicted"  # 1.00x, tight, against 1.19-1.31x
+    assert entry.decision == "contradicted"  # 1.00x, tight, against 1.19-1.31x
 
 
 def test_accepted_range_and_decide():
@@ -378,8 +378,8 @@ def test_check_lists_confounders(tmp_path):
         env={"0.18.4": {"python": {"version": "3.12.1"}}},
     )  # fmt: skip
     (entry,) = claims.check([claim], runs)
-    assert entry["dsbench_ratio"] == pytest.approx(1.04)
-    assert "confounded: python (3.11.7 vs 3.12.1)" in entry["verdict"]
+    assert entry.dsbench_ratio == pytest.approx(1.04)
+    assert "confounded: python (3.11.7 vs 3.12.1)" in entry.verdict
 
 
 def test_check_memory_field_and_inverted_direction(tmp_path):
@@ -395,17 +395,17 @@ def test_check_memory_field_and_inverted_direction(tmp_path):
          "0.18.4": [_train_row(_params("mlp"), 125.0, peak_bytes=2900)]},
     )  # fmt: skip
     mem_entry, time_entry = claims.check([memory, timed], runs)
-    assert mem_entry["dsbench_ratio"] == pytest.approx(2900 / 3200)
-    assert time_entry["dsbench_ratio"] == pytest.approx(100 / 125)
-    assert "ratio inverted" in time_entry["verdict"]
+    assert mem_entry.dsbench_ratio == pytest.approx(2900 / 3200)
+    assert time_entry.dsbench_ratio == pytest.approx(100 / 125)
+    assert "ratio inverted" in time_entry.verdict
 
 
 def test_check_without_runs_says_what_to_run(tmp_path):
     (claim,) = claims.load_claim_file(_write(tmp_path, "a.toml", GOOD))
     (entry,) = claims.check([claim], [])
-    assert entry["kind"] == "none" and entry["dsbench_ratio"] is None
-    assert entry["decision"] == "not decided"
-    assert entry["verdict"].startswith(
+    assert entry.kind == "none" and entry.dsbench_ratio is None
+    assert entry.decision == "not decided"
+    assert entry.verdict.startswith(
         "not decided: no data yet: run dsbench ab --baseline deepspeed=0.18.3 --contender "
         "deepspeed=0.18.4 --suite training"
     )
@@ -442,9 +442,9 @@ def test_check_reports_bad_selector(tmp_path):
     (claim,) = claims.load_claim_file(_write(tmp_path, "a.toml", GOOD))
     bad = dataclasses.replace(claim, dsbench=dataclasses.replace(claim.dsbench, contender="=x"))
     (entry,) = claims.check([bad], [])
-    assert entry["kind"] == "none"
-    assert entry["problem"].startswith("bad selector:")
-    assert entry["verdict"].startswith("cannot check: bad selector")
+    assert entry.kind == "none"
+    assert entry.problem.startswith("bad selector:")
+    assert entry.verdict.startswith("cannot check: bad selector")
 
 
 def test_check_models_hardware_claims_and_keeps_them_labelled():
@@ -453,17 +453,17 @@ def test_check_models_hardware_claims_and_keeps_them_labelled():
     allreduce = loaded["000-rocm-vs-cuda/allreduce"]
     g, a = claims.check([gemm, allreduce], [])
     # fp16 8192^3 is compute-bound on both: the ratio of the dense fp16 peaks
-    assert g["kind"] == "modelled" and g["measured"] is None
-    assert g["dsbench_ratio"] == pytest.approx(191.5 / 312)
-    assert g["decision"] == "not decided"  # a model decides nothing
-    assert g["verdict"].startswith("not decided: modelled 0.614× (roofline floors of gemm[")
-    assert "vs claimed 0.85×" in g["verdict"]
+    assert g.kind == "modelled" and g.measured is None
+    assert g.dsbench_ratio == pytest.approx(191.5 / 312)
+    assert g.decision == "not decided"  # a model decides nothing
+    assert g.verdict.startswith("not decided: modelled 0.614× (roofline floors of gemm[")
+    assert "vs claimed 0.85×" in g.verdict
     # 1 GiB all-reduce over 8 ranks: alpha-beta on 300 vs 200 GB/s
     s, steps = 2**30, 14
     nv = 1.75 * s / (steps * 0.47e-6 + 1.75 * s / 300e9)
     amd = 1.75 * s / (steps * 2.3e-6 + 1.75 * s / 200e9)
-    assert a["dsbench_ratio"] == pytest.approx(amd / nv)
-    assert a["modelled"]["baseline_profile"] == "a100-80gb-sxm"
+    assert a.dsbench_ratio == pytest.approx(amd / nv)
+    assert a.modelled["baseline_profile"] == "a100-80gb-sxm"
 
 
 def test_measured_beats_modelled_when_runs_exist(tmp_path):
@@ -484,21 +484,21 @@ def test_measured_beats_modelled_when_runs_exist(tmp_path):
         doc["profile"] = {"name": profile}
         write_json(tmp_path / f"{i}.json", doc)
     (entry,) = claims.check([gemm], results.load_runs(tmp_path))
-    assert entry["kind"] == "measured"
-    assert entry["dsbench_ratio"] == pytest.approx(150 / 270)
-    assert entry["modelled"]["ratio"] == pytest.approx(191.5 / 312)  # still there, apart
+    assert entry.kind == "measured"
+    assert entry.dsbench_ratio == pytest.approx(150 / 270)
+    assert entry.modelled["ratio"] == pytest.approx(191.5 / 312)  # still there, apart
 
 
 def test_not_measurable_claims_say_why():
     loaded = claims.load_claims(SHIPPED)
     entries = claims.check(loaded, [])
-    by_id = {e["claim"]: e for e in entries}
+    by_id = {e.claim: e for e in entries}
     mtbf = by_id["000-stability-72h/mtbf"]
-    assert mtbf["kind"] == "none" and mtbf["commands"] == []
-    assert mtbf["verdict"].startswith("not measurable by dsbench: ")
-    assert mtbf["claimed"]["text"] == "claimed ≥8.28×"
-    assert mtbf["decision"] == "not measurable"
+    assert mtbf.kind == "none" and mtbf.commands == []
+    assert mtbf.verdict.startswith("not measurable by dsbench: ")
+    assert mtbf.claimed["text"] == "claimed ≥8.28×"
+    assert mtbf.decision == "not measurable"
     for entry in entries:
-        assert entry["kind"] in ("none", "modelled")  # no runs: nothing is measured
-        assert entry["measured"] is None
-        assert entry["decision"] in ("not decided", "not measurable")
+        assert entry.kind in ("none", "modelled")  # no runs: nothing is measured
+        assert entry.measured is None
+        assert entry.decision in ("not decided", "not measurable")

@@ -216,7 +216,7 @@ def test_a_soak_mapping_loads_beside_not_measurable(tmp_path):
         "verdict", ("soak.device_allocated", "soak.memory"), {"stage": [2, 3]}
     )
     (entry,) = claims.check([claim], [])
-    assert entry["decision"] == "not measurable"  # a soak decides no claim
+    assert entry.decision == "not measurable"  # a soak decides no claim
 
 
 @pytest.mark.parametrize(

@@ -107,8 +107,12 @@ def test_claim_checks_round_trip():
 
     found = claims.check(claims.load_claims(RESULTS / "claims"), load_all_runs(RESULTS))
     assert found
-    for entry in found:
+    for found_check in found:
+        assert isinstance(found_check, ClaimCheck)
+        entry = found_check.to_json()  # fields in declaration order, every one set
+        assert list(entry) == list(ClaimCheck.json_fields())
         check = ClaimCheck.from_json(entry)
+        assert check == found_check
         assert check.claim == entry["claim"] and check.decision == entry["decision"]
         out = check.to_json()
         assert out == entry and list(out) == list(entry)

@@ -11,6 +11,7 @@ from dsbench import results
 from dsbench.publish import claims, stability_claims
 from dsbench.publish.facts import cell, finite
 from dsbench.publish.html import Html, details, el, join, render_value, table, warn_list
+from dsbench.records import ClaimCheck, value_or
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -75,22 +76,20 @@ def _intro(folder: Path) -> list[Any]:
     ]
 
 
-def _source_tables(rows: list[dict]) -> list[Any]:
+def _source_tables(rows: list[ClaimCheck]) -> list[Any]:
     """One heading, scenario and table per source (claim file section) of the checked rows."""
-    by_source: dict[str, list[dict]] = {}
+    by_source: dict[str, list[ClaimCheck]] = {}
     for r in rows:
-        by_source.setdefault(str(r.get("source_text") or r.get("title") or "-"), []).append(r)
+        by_source.setdefault(str(r.source_text or r.title or "-"), []).append(r)
     body: list[Any] = []
     for source, entries in by_source.items():
         first = entries[0]
-        title = first.get("title") or source
-        if first.get("title_en"):
-            title = f"{title} ({first['title_en']})"
+        title = first.title or source
+        if first.title_en:
+            title = f"{title} ({first.title_en})"
         body += [el("h2", title), el("p", source, cls="note")]
-        if first.get("scenario"):
-            body.append(
-                details("scenario as the source states it", render_value(first["scenario"]))
-            )
+        if first.scenario:
+            body.append(details("scenario as the source states it", render_value(first.scenario)))
         body.append(table(
             ["claim", "metric", "claimed", "dsbench", "verdict", "to measure it"],
             [claim_row(r) for r in entries],
@@ -99,53 +98,53 @@ def _source_tables(rows: list[dict]) -> list[Any]:
     return body
 
 
-def claim_class(r: dict) -> str:
+def claim_class(r: ClaimCheck) -> str:
     """Row class: consistent / contradicted coloured, everything undecided grey."""
-    if r.get("kind") == "none":
+    if r.kind == "none":
         return "missing"
-    return CLAIM_CLASSES.get(str(r.get("decision")), "undecided")
+    return CLAIM_CLASSES.get(str(value_or(r.decision)), "undecided")
 
 
-def claim_row(r: dict) -> list[Any]:
+def claim_row(r: ClaimCheck) -> list[Any]:
     """One claim: its label, metric, the claimed numbers, dsbench's ratio labelled measured or
     modelled with its 99% interval, the decision and why, the commands."""
-    label = r.get("label") or r.get("claim")
-    if r.get("label_en"):
-        label = join([label, el("br"), el("span", r["label_en"], cls="muted")])
-    arrow = {"higher": " ↑", "lower": " ↓"}.get(str(r.get("direction")), "")
-    commands = r.get("commands") or []
+    label = r.label or r.claim
+    if r.label_en:
+        label = join([label, el("br"), el("span", r.label_en, cls="muted")])
+    arrow = {"higher": " ↑", "lower": " ↓"}.get(str(value_or(r.direction)), "")
+    commands = r.commands or []
     return [
         label,
-        f"{r.get('metric', '')} ({r.get('unit', '')}{arrow})",
-        cell((r.get("claimed") or {}).get("text")),
+        f"{value_or(r.metric, '')} ({value_or(r.unit, '')}{arrow})",
+        cell((r.claimed or {}).get("text")),
         _dsbench_cell(r),
         _verdict_cell(r, commands),
         join(el("div", el("code", c)) for c in commands),
     ]
 
 
-def _dsbench_cell(r: dict) -> Html:
+def _dsbench_cell(r: ClaimCheck) -> Html:
     """dsbench's ratio, tagged measured / modelled / none, with its 99% interval and details."""
-    kind = str(r.get("kind") or "none")
-    ratio = finite(r.get("dsbench_ratio"))
+    kind = str(r.kind or "none")
+    ratio = finite(r.dsbench_ratio)
     dsb = "-" if kind == "none" or ratio is None else f"{ratio:.3f}"
     parts: list[Any] = [dsb, " ", el("span", kind, cls="tag")]
-    if interval := r.get("interval"):
+    if interval := r.interval:
         parts += [el("br"), el("span", f"99%: {interval[0]:.3f}–{interval[1]:.3f}", cls="nowrap")]
     elif kind == "measured":
         parts += [el("br"), el("span", "no interval", cls="muted")]
     dsb_cell = el("span", *parts, cls=kind)
-    more = [r[k] for k in ("measured", "modelled") if r.get(k)]
+    more = [m for m in (r.measured, r.modelled) if m]
     if more:
         dsb_cell = join([dsb_cell, details("details", *(render_value(m) for m in more))])
     return dsb_cell
 
 
-def _verdict_cell(r: dict, commands: list[str]) -> Any:
+def _verdict_cell(r: ClaimCheck, commands: list[str]) -> Any:
     """The decision in bold and why; the commands stand in the next column, so the verdict
     says only that they are needed."""
-    decision = str(r.get("decision") or "")
-    verdict = str(r.get("verdict") or "")
+    decision = str(r.decision or "")
+    verdict = str(r.verdict or "")
     rest = verdict.removeprefix(f"{decision}: ") if decision else verdict
     rest = rest.split("; to decide it: ", 1)[0].split(": run ", 1)[0]
     if commands and rest != verdict:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from dsbench import compare
 from dsbench.publish import plots
-from dsbench.publish.facts import ci, finite, peak_share, short_run
+from dsbench.publish.facts import ci, finite, peak_share, short_run, side_row
 from dsbench.publish.html import Html, el
 
 if TYPE_CHECKING:
@@ -102,7 +102,7 @@ def _values_figure(
         (names[0], p.baseline, "baseline"),
         (names[1], p.contender, "contender"),
     ):
-        bounds = [ci(side.rows.get(r.id)) for r in shown]
+        bounds = [ci(side_row(side, r.id)) for r in shown]
         series.append(
             plots.Series(
                 name,
@@ -132,7 +132,7 @@ def _peak_share_figure(site: Site, p: Pairing, names: tuple[str, str], depth: in
     """Grouped bars of each side's % of peak, or None when no case has one."""
     share_rows = []
     for r in p.report.rows:
-        b, c = peak_share(p.baseline.rows.get(r.id)), peak_share(p.contender.rows.get(r.id))
+        b, c = peak_share(side_row(p.baseline, r.id)), peak_share(side_row(p.contender, r.id))
         if b or c:
             share_rows.append((r.id, b, c))
     if not share_rows:
@@ -192,10 +192,7 @@ def comparison_history(result: AxisResult, p: Pairing):
         series = []
         for lab, i in zip(labels, ids, strict=True):
             vals = [
-                finite((r.benchmarks.get(i) or {}).get("value"))
-                if (r.benchmarks.get(i) or {}).get("status") == "ok"
-                else None
-                for r in p.runs
+                finite(r.rows[i].value) if i in r.rows and r.rows[i].ok else None for r in p.runs
             ]
             first = next((v for v in vals if v), None)
             series.append(plots.Series(lab, [v / first if v and first else None for v in vals]))

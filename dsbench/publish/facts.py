@@ -4,11 +4,15 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsbench import hardware
 from dsbench.publish.html import Html, el, join, num, pct, render_value
+from dsbench.records import HIGHER, MetricValue, Peak, Row, value_or
 from dsbench.results import Run
+
+if TYPE_CHECKING:
+    from dsbench.compare import Side
 
 BACKEND_NAMES = {"cuda": "CUDA", "rocm": "ROCm", "cpu": "CPU"}
 
@@ -36,28 +40,39 @@ def short_run(run: Run) -> str:
     return f"{commit[:8]} {when(run.created)}" if commit else when(run.created)
 
 
-def ci(row: dict | None) -> tuple[float | None, float | None]:
-    stats = (row or {}).get("stats") or {}
+def side_row(side: Side, key: str) -> Row | None:
+    """Row ``key`` of a comparison side (which holds the rows' JSON), typed; None if absent."""
+    raw = side.rows.get(key)
+    return None if raw is None else Row.from_json(raw)
+
+
+def metric(row: Row | None, name: str) -> MetricValue | None:
+    """The row's entry for metric ``name``, None where it has none."""
+    return (row.metrics or {}).get(name) if row else None
+
+
+def ci(row: Row | None) -> tuple[float | None, float | None]:
+    stats = (row.stats if row else None) or {}
     return finite(stats.get("ci_low")), finite(stats.get("ci_high"))
 
 
-def peak_share(row: dict | None) -> tuple[float, str] | None:
+def peak_share(row: Row | None) -> tuple[float, str] | None:
     """(% of peak, metric name): the primary metric's, else the first metric that has one
     (a training step's TFLOP/s per rank, whose % of peak is the MFU)."""
-    if not row or row.get("status") != "ok":
+    if not row or not row.ok:
         return None
-    if (v := finite(row.get("pct_of_peak"))) is not None:
-        return v, str(row.get("metric") or "primary")
-    for name, m in (row.get("metrics") or {}).items():
-        if isinstance(m, dict) and (v := finite(m.get("pct_of_peak"))) is not None:
+    if (v := finite(row.pct_of_peak)) is not None:
+        return v, str(row.metric or "primary")
+    for name, m in (row.metrics or {}).items():
+        if (v := finite(m.pct_of_peak)) is not None:
             return v, str(name)
     return None
 
 
-def peak_measured(row: dict | None) -> bool | None:
+def peak_measured(row: Row | None) -> bool | None:
     """Whether the row's peak was measured on the machine (a CPU's calibration), if known."""
-    peak = (row or {}).get("peak")
-    return peak.get("measured") if isinstance(peak, dict) else None
+    peak = row.peak if row else None
+    return value_or(peak.measured) if isinstance(peak, Peak) else None
 
 
 def share_html(value: float | None, measured: bool | None, title: str = "") -> Html:
@@ -80,14 +95,14 @@ def share_html(value: float | None, measured: bool | None, title: str = "") -> H
 def headlines(run: Run) -> list[str]:
     """Per benchmark name, its best ok row: ``gemm 0.395 TFLOP/s (95.1% of peak)``; a share
     above 100% says so: ``(105.5% of the measured peak: above it)``."""
-    best: dict[str, dict] = {}
-    for row in run.doc["benchmarks"]:
-        if row["status"] != "ok":
+    best: dict[str, Row] = {}
+    for row in run.rows.values():
+        if not row.ok:
             continue
-        cur = best.get(row["name"])
-        higher = row.get("direction") == "higher"
-        if cur is None or (row["value"] > cur["value"] if higher else row["value"] < cur["value"]):
-            best[row["name"]] = row
+        cur = best.get(row.name)
+        higher = row.direction == HIGHER
+        if cur is None or (row.value > cur.value if higher else row.value < cur.value):
+            best[row.name] = row
     out = []
     for name, row in best.items():
         share = peak_share(row)
@@ -97,14 +112,14 @@ def headlines(run: Run) -> list[str]:
             of = "the measured peak" if measured else "peak"
             over = f" ⚠ above {'it' if measured else 'the datasheet figure'}"
             tail = f" ({share[0]:.1f}% of {of}{over if share[0] > 100 else ''})"
-        out.append(f"{name} {num(row['value'])} {row.get('unit', '')}{tail}")
+        out.append(f"{name} {num(row.value)} {value_or(row.unit, '')}{tail}")
     return out
 
 
 def status_counts(run: Run) -> str:
     counts: dict[str, int] = {}
-    for row in run.doc["benchmarks"]:
-        counts[row["status"]] = counts.get(row["status"], 0) + 1
+    for row in run.rows.values():
+        counts[row.status] = counts.get(row.status, 0) + 1
     return ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dsbench.hardware import Profile, get_profile
+from dsbench.records import Row
 from dsbench.suites import BENCHMARKS, Work
 from dsbench.suites.comm import RING_STEPS
 
@@ -118,7 +119,7 @@ def resolve_profile(profile: str | Profile) -> Profile:
     return profile if isinstance(profile, Profile) else get_profile(profile)
 
 
-def flops_peak_kind(name: str, params: dict, row: dict | None = None) -> str | None:
+def flops_peak_kind(name: str, params: dict, row: Row | None = None) -> str | None:
     """The ``Profile.peak`` kind for a case's FLOPs: the one its own % of peak uses."""
     bench = BENCHMARKS.get(name)
     if bench is not None:
@@ -128,8 +129,8 @@ def flops_peak_kind(name: str, params: dict, row: dict | None = None) -> str | N
                     return metric.peak.format(**params)
                 except (KeyError, IndexError):
                     break
-    for entry in ((row or {}).get("metrics") or {}).values():
-        kind = ((entry or {}).get("peak") or {}).get("kind") or ""
+    for entry in ((row.metrics if row else None) or {}).values():
+        kind = (entry.peak.kind if entry.peak else None) or ""
         if kind.startswith("flops:"):
             return kind
     if "dtype" in params:
@@ -185,7 +186,7 @@ def _collective_floor(name: str, params: dict, work: Work, profile: Profile) -> 
 
 
 def case_floor(
-    name: str, params: dict, work: Work | None, profile: str | Profile, row: dict | None = None
+    name: str, params: dict, work: Work | None, profile: str | Profile, row: Row | None = None
 ) -> Floor:
     """The modelled floor of one case (benchmark ``name`` with ``params`` doing ``work``)."""
     profile = resolve_profile(profile)

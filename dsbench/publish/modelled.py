@@ -29,6 +29,7 @@ from dsbench.publish.floors import (
     not_modelled,
     resolve_profile,
 )
+from dsbench.records import Row, value_or
 from dsbench.results import Run
 from dsbench.suites import BENCHMARKS, Benchmark, Context, Work, case_id
 
@@ -96,37 +97,37 @@ def run_profile_name(run: Run) -> str | None:
     return (run.doc.get("profile") or {}).get("name")
 
 
-def measured_seconds(row: dict) -> float | None:
+def measured_seconds(row: Row) -> float | None:
     """Median seconds per call of an ok row (the timing core's summary), or None."""
-    if row.get("status") != "ok":
+    if not row.ok:
         return None
-    median = (((row.get("timing") or {}).get("summary")) or {}).get("median")
+    median = (((row.timing or {}).get("summary")) or {}).get("median")
     if isinstance(median, int | float) and median > 0:
         return float(median)
-    time = (row.get("metrics") or {}).get("time") or {}
-    if time.get("unit") == "ms" and isinstance(time.get("value"), int | float):
-        return float(time["value"]) / 1e3
+    time = (row.metrics or {}).get("time")
+    if time and time.unit == "ms" and isinstance(time.value, int | float):
+        return float(time.value) / 1e3
     return None
 
 
-def row_work(row: dict) -> Work | None:
-    raw = row.get("work")
+def row_work(row: Row) -> Work | None:
+    raw = row.work
     if not isinstance(raw, dict):
         return None
     names = {f.name for f in dataclasses.fields(Work)}
     return Work(**{k: float(v) for k, v in raw.items() if k in names and v is not None})
 
 
-def _latest_rows(runs: Iterable[Run], profile_name: str) -> dict[str, tuple[dict, Run]]:
+def _latest_rows(runs: Iterable[Run], profile_name: str) -> dict[str, tuple[Row, Run]]:
     """Case id -> (ok row, run) from the newest run on ``profile_name`` that has it."""
-    out: dict[str, tuple[dict, Run]] = {}
+    out: dict[str, tuple[Row, Run]] = {}
     ordered = sorted(runs, key=lambda r: (r.created, r.id))
     for run in ordered:
         if run_profile_name(run) != profile_name:
             continue
-        for row in run.doc.get("benchmarks", []):
-            if row.get("status") == "ok" and measured_seconds(row) is not None:
-                out[row["id"]] = (row, run)
+        for row in run.rows.values():
+            if row.ok and measured_seconds(row) is not None:
+                out[row.id] = (row, run)
     return out
 
 
@@ -164,7 +165,7 @@ class _Case:
     params: dict
     work: Work | None
     origin: set[str]
-    row: dict | None = None
+    row: Row | None = None
 
 
 def _cases(runs: Sequence[Run]) -> list[_Case]:
@@ -177,20 +178,20 @@ def _cases(runs: Sequence[Run]) -> list[_Case]:
             work = bench.work_of(params, DEFINITION_CONTEXT)
             cases[cid] = _Case(cid, bench.name, params, work, {"definition"})
     for run in runs:
-        for row in run.doc.get("benchmarks", []):
-            cid = row["id"]
+        for row in run.rows.values():
+            cid = row.id
             if cid in cases:
                 cases[cid].origin.add("results")
                 continue
-            bench = BENCHMARKS.get(row["name"])
+            bench = BENCHMARKS.get(row.name)
             work = None
             if bench is not None and bench.work_of is not None:
                 try:
-                    work = bench.work_of(row["params"], DEFINITION_CONTEXT)
+                    work = bench.work_of(row.params, DEFINITION_CONTEXT)
                 except (KeyError, TypeError, ValueError, AttributeError):
                     work = None
             work = work or row_work(row)
-            cases[cid] = _Case(cid, row["name"], dict(row["params"]), work, {"results"}, row)
+            cases[cid] = _Case(cid, row.name, dict(row.params), work, {"results"}, row)
     order = {name: i for i, name in enumerate(BENCHMARKS)}
     ranked = sorted(enumerate(cases.values()), key=lambda ic: (order.get(ic[1].name, 99), ic[0]))
     return [case for _, case in ranked]
@@ -200,8 +201,10 @@ def _unit_and_metric(case: _Case) -> tuple[str, str, str]:
     bench = BENCHMARKS.get(case.name)
     if bench is not None:
         return bench.primary.name, bench.primary.unit, bench.primary.direction
-    row = case.row or {}
-    return row.get("metric", ""), row.get("unit", ""), row.get("direction", "")
+    row = case.row
+    if row is None:
+        return "", "", ""
+    return value_or(row.metric, ""), value_or(row.unit, ""), value_or(row.direction, "")
 
 
 def _nan(value: float | None) -> float:
@@ -307,7 +310,7 @@ def _case_columns(case: _Case) -> dict[tuple[str, str], Any]:
 
 
 def _profile_columns(
-    case: _Case, profile: Profile, measured: dict[str, tuple[dict, Run]]
+    case: _Case, profile: Profile, measured: dict[str, tuple[Row, Run]]
 ) -> dict[tuple[str, str], Any]:
     """One profile's :data:`COLUMNS_PER_PROFILE` of one case's row: the modelled floor, and the
     measured values where ``measured`` (the profile's newest rows) has the case."""
@@ -324,7 +327,7 @@ def _profile_columns(
         (p, "modelled limit"): floor.limit,
         (p, "modelled basis"): floor.basis,
         (p, "measured ms"): _nan(m_seconds and m_seconds * 1e3),
-        (p, "measured value"): _nan(hit[0].get("value") if hit else None),
+        (p, "measured value"): _nan(value_or(hit[0].value) if hit else None),
         (p, "measured efficiency"): _nan(efficiency),
         (p, "measured run"): hit[1].id if hit else "",
     }
@@ -396,36 +399,36 @@ def roofline_points(
     newest run that has it.
     """
     runs = sorted(runs, key=lambda r: (r.created, r.id))
-    picked: list[tuple[dict, Run]] = []
+    picked: list[tuple[Row, Run]] = []
     if latest_only:
         picked = list(_latest_rows(runs, profile_name).values())
     else:
         for run in runs:
             if run_profile_name(run) == profile_name:
-                picked.extend((row, run) for row in run.doc.get("benchmarks", []))
+                picked.extend((row, run) for row in run.rows.values())
     points = []
     for row, run in picked:
         seconds, work = measured_seconds(row), row_work(row)
-        if seconds is None or work is None or row.get("name") in NOT_MODELLED:
+        if seconds is None or work is None or row.name in NOT_MODELLED:
             continue
         if work.bytes <= 0 or work.wire_bytes > 0:
             continue
-        params = row.get("params") or {}
+        params = row.params or {}
         bandwidth_only = work.flops <= 0
         intensity = work.flops / work.bytes
         plot_intensity = PURE_BANDWIDTH_INTENSITY if bandwidth_only else intensity
         achieved_bps = work.bytes / seconds
         achieved_fps = work.flops / seconds
-        kind = None if bandwidth_only else flops_peak_kind(row["name"], params, row)
+        kind = None if bandwidth_only else flops_peak_kind(row.name, params, row)
         peak_key = None
         if kind is not None:
             dtype = kind.removeprefix("flops:")
             peak_key = DTYPE_PEAKS.get(dtype, dtype)
         points.append(
             {
-                "id": row["id"],
-                "name": row["name"],
-                "label": row["id"],
+                "id": row.id,
+                "name": row.name,
+                "label": row.id,
                 "params": params,
                 "flops": work.flops,
                 "bytes": work.bytes,

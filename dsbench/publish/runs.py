@@ -13,6 +13,7 @@ from dsbench.publish.facts import (
     ci,
     finite,
     headlines,
+    metric,
     peak_measured,
     peak_share,
     prose,
@@ -31,6 +32,7 @@ from dsbench.publish.html import (
     render_value,
     table,
 )
+from dsbench.records import Peak, value_or
 from dsbench.results import Run
 
 if TYPE_CHECKING:
@@ -105,17 +107,15 @@ def phase_section(site: Site, run: Run) -> list[Html]:
     """Training rows that profiled their step: a stacked bar of its phases per case and engine,
     against the compute-only floor (dsbench.suites.step_floor)."""
     rows = [
-        r
-        for r in run.doc["benchmarks"]
-        if r.get("status") == "ok" and isinstance((r.get("notes") or {}).get("phases_ms"), dict)
+        r for r in run.rows.values() if r.ok and isinstance((r.notes or {}).get("phases_ms"), dict)
     ]
     if not rows:
         return []
-    labels = plots.case_labels([r["id"] for r in rows])
+    labels = plots.case_labels([r.id for r in rows])
     cases = []
     for label, r in zip(labels, rows, strict=True):
-        notes, metrics = r["notes"], r.get("metrics") or {}
-        floor = (r.get("work") or {}).get("floor_s")
+        notes, time = r.notes, metric(r, "time")
+        floor = (r.work or {}).get("floor_s")
         cases.append(
             plots.PhaseCase(
                 label=label,
@@ -125,10 +125,10 @@ def phase_section(site: Site, run: Run) -> list[Html]:
                     if k in plots.PHASE_ORDER
                 },
                 floor_ms=finite(floor) * 1e3 if finite(floor) else None,
-                step_ms=finite((metrics.get("time") or {}).get("value")),
+                step_ms=finite(time.value if time else None),
             )
         )
-    notes = sorted({r["notes"]["phases_ms"].get("note") for r in rows} - {None})
+    notes = sorted({r.notes["phases_ms"].get("note") for r in rows} - {None})
     caption = join([
         "Where each step's time goes, from a few extra steps profiled after timing (forward, "
         "backward, time blocked on gradient reductions and parameter gathers, the optimizer, "
@@ -146,7 +146,7 @@ def phase_section(site: Site, run: Run) -> list[Html]:
 def peak_notes(run: Run) -> list[Html]:
     """What the % of peak column is measured against, and a warning naming any share above
     100% (the shares themselves are flagged in the table)."""
-    rows = [r for r in run.doc["benchmarks"] if peak_share(r)]
+    rows = [r for r in run.rows.values() if peak_share(r)]
     out: list[Html] = []
     if any(peak_measured(r) for r in rows):
         out.append(
@@ -160,7 +160,7 @@ def peak_notes(run: Run) -> list[Html]:
         )
     over = [r for r in rows if peak_share(r)[0] > 100]
     if over:
-        ids = ", ".join(f"{r['id']} ({peak_share(r)[0]:.1f}% ⚠)" for r in over)
+        ids = ", ".join(f"{r.id} ({peak_share(r)[0]:.1f}% ⚠)" for r in over)
         out.append(
             el(
                 "p",
@@ -177,38 +177,36 @@ def peak_notes(run: Run) -> list[Html]:
 
 def rows_table(run: Run) -> Html:
     rows, classes = [], []
-    for row in run.doc["benchmarks"]:
+    for row in run.rows.values():
         share = peak_share(row)
-        peak = (row.get("peak") or {}) if isinstance(row.get("peak"), dict) else {}
+        source = value_or(row.peak.source, "") if isinstance(row.peak, Peak) else ""
         share_cell = (
-            share_html(share[0], peak_measured(row), f"{share[1]}: {peak.get('source', '')}")
-            if share
-            else "-"
+            share_html(share[0], peak_measured(row), f"{share[1]}: {source}") if share else "-"
         )
         lo, hi = ci(row)
-        if row["status"] == "ok":
-            detail: Any = render_value(row.get("notes")) if row.get("notes") else ""
+        if row.ok:
+            detail: Any = render_value(row.notes) if row.notes else ""
         else:
-            why = row.get("error") or row.get("reason") or ""
+            why = row.message
             detail = (
-                details(str(why).splitlines()[0][:120] if why else row["status"], el("pre", why))
+                details(str(why).splitlines()[0][:120] if why else row.status, el("pre", why))
                 if why
                 else ""
             )
         rows.append(
             [
-                row["id"],
-                row["status"],
-                row.get("metric") or "-",
-                finite(row.get("value")),
-                row.get("unit") or "",
+                row.id,
+                row.status,
+                row.metric or "-",
+                finite(row.value),
+                row.unit or "",
                 f"{num(lo)} – {num(hi)}" if lo is not None else "-",
                 share_cell,
-                (row.get("stats") or {}).get("n", "-"),
+                (row.stats or {}).get("n", "-"),
                 detail,
             ]
         )
-        classes.append(None if row["status"] == "ok" else "failed")
+        classes.append(None if row.ok else "failed")
     return table(
         [
             "benchmark",
@@ -246,10 +244,10 @@ def history_page(site: Site) -> None:
         body.append(el("h2", f"{machine} · {group_name((source, suite))}"))
         names: dict[str, list[str]] = {}
         for run in members:
-            for row in run.doc["benchmarks"]:
-                ids = names.setdefault(row["name"], [])
-                if row["id"] not in ids and row["status"] == "ok":
-                    ids.append(row["id"])
+            for row in run.rows.values():
+                ids = names.setdefault(row.name, [])
+                if row.id not in ids and row.ok:
+                    ids.append(row.id)
         x = [short_run(r) for r in members]
         for name, ids in names.items():
             if not ids:
@@ -260,21 +258,14 @@ def history_page(site: Site) -> None:
                 plots.Series(
                     lab,
                     [
-                        finite(r.benchmarks[i]["value"])
-                        if i in r.benchmarks and r.benchmarks[i]["status"] == "ok"
-                        else None
+                        finite(r.rows[i].value) if i in r.rows and r.rows[i].ok else None
                         for r in members
                     ],
                 )
                 for lab, i in zip(labels, shown, strict=True)
             ]
             units = sorted(
-                {
-                    str(r.benchmarks[i].get("unit", ""))
-                    for r in members
-                    for i in shown
-                    if i in r.benchmarks
-                }
+                {str(value_or(r.rows[i].unit, "")) for r in members for i in shown if i in r.rows}
             )
             more = f"; {len(shown)} of {len(ids)} cases shown" if len(ids) > len(shown) else ""
             body.append(

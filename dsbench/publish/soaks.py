@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from dsbench.publish.facts import finite
+from dsbench.records import UNSET, Row, value_or
 from dsbench.results import Run
 
 MIB = 2**20
@@ -67,7 +68,7 @@ class SoakFile:
     params: dict
     section: dict
     """The file's ``soak`` section; empty for a file merged by ``dsbench ab``."""
-    rows: list[dict]
+    rows: list[Row]
     """Its ``soak.*`` rows."""
     settings: dict = field(init=False)
 
@@ -76,13 +77,13 @@ class SoakFile:
 
     @classmethod
     def of(cls, run: Run, index: int) -> SoakFile:
-        rows = [r for r in run.doc["benchmarks"] if str(r.get("name", "")).startswith("soak.")]
-        params = next((as_dict(r.get("params")) for r in rows), {})
+        rows = [r for r in run.rows.values() if r.name.startswith("soak.")]
+        params = next((r.params for r in rows), {})
         params = {k: v for k, v in params.items() if k != "rank"}
         return cls(run, f"soak-{index + 1}", params, as_dict(run.doc.get("soak")), rows)
 
-    def row(self, name: str) -> list[dict]:
-        return [r for r in self.rows if r.get("name") == name]
+    def row(self, name: str) -> list[Row]:
+        return [r for r in self.rows if r.name == name]
 
     @property
     def merged(self) -> int:
@@ -127,17 +128,17 @@ class SoakFile:
         return ", ".join(parts) or "none"
 
 
-def fits(row: dict) -> list[tuple[str, dict]]:
+def fits(row: Row) -> list[tuple[str, dict]]:
     """A drift row's fits: ``[("", fit)]``, or each launch's for a file merged by ``dsbench ab``
     (``[("launch 0", fit), ...]``)."""
-    if isinstance(row.get("drift"), dict):
-        return [("", row["drift"])]
-    merged = as_list(row.get("launch_drifts"))
+    if isinstance(row.drift, dict):
+        return [("", row.drift)]
+    merged = as_list(row.launch_drifts)
     return [(f"launch {k}", f) for k, f in enumerate(merged) if isinstance(f, dict)]
 
 
-def rank_of(row: dict) -> int | None:
-    return as_int(as_dict(row.get("params")).get("rank"))
+def rank_of(row: Row) -> int | None:
+    return as_int(row.params.get("rank"))
 
 
 @dataclass(frozen=True)
@@ -157,14 +158,14 @@ class Drifting:
 
 def drifting(soak: SoakFile) -> list[Drifting]:
     """The soak's drifting quantities, memory first (in the file's order), step time last."""
-    names = [n for n in dict.fromkeys(str(r.get("name")) for r in soak.rows) if n != STEP_ROW]
+    names = [n for n in dict.fromkeys(r.name for r in soak.rows) if n != STEP_ROW]
     out = []
     for name in names:
         rows = soak.row(name)
-        fitted = any("drift" in r or "launch_drifts" in r for r in rows)
-        memory = rows[0].get("unit") == MEMORY_UNIT
+        fitted = any(r.drift is not UNSET or r.launch_drifts is not UNSET for r in rows)
+        memory = rows[0].unit == MEMORY_UNIT
         if (fitted and memory) or (name in NAMES and not fitted):  # not fitted: a skipped row
-            what = NAMES.get(name) or str(rows[0].get("metric") or name).removesuffix(" slope")
+            what = NAMES.get(name) or str(rows[0].metric or name).removesuffix(" slope")
             key = "rss" if name == "soak.memory" else name.removeprefix("soak.")
             out.append(Drifting(name, key, what, "MiB", MIB))
     if soak.row(STEP_ROW):
@@ -312,13 +313,14 @@ def series_from_rows(soak: SoakFile, wanted: Iterable[Drifting]) -> dict[str, Se
         return out
     for d in wanted:
         if d.row == STEP_ROW:
-            pairs = [(row, "sample_steps", "samples", row) for row in soak.row("soak.step_time")]
+            pairs = [(row, row.extra.get("sample_steps"), value_or(row.samples))
+                     for row in soak.row("soak.step_time")]  # fmt: skip
         else:
-            pairs = [(row, "step", "mib", as_dict(as_dict(row.get("drift")).get("series")))
-                     for row in soak.row(d.row)]  # fmt: skip
-        for row, x, y, holder in pairs:
+            pairs = [(row, (s := as_dict(as_dict(row.drift).get("series"))).get("step"),
+                      s.get("mib")) for row in soak.row(d.row)]  # fmt: skip
+        for row, xs, ys in pairs:
             rank = rank_of(row)
-            for step, value in zip(as_list(holder.get(x)), as_list(holder.get(y)), strict=False):
+            for step, value in zip(as_list(xs), as_list(ys), strict=False):
                 if rank is not None and finite(step) is not None and finite(value) is not None:
                     out.setdefault(d.key, Series()).add(rank, float(step), float(value))
     return out

@@ -58,6 +58,7 @@ from dsbench.publish.soaks import (
     soak_files,
     stream_path,
 )
+from dsbench.records import value_or
 
 if TYPE_CHECKING:
     from dsbench.publish.site import Site
@@ -138,14 +139,14 @@ MAX_RANKS_DRAWN = 16
 
 def curves_of(soak: SoakFile, d: Drifting, series: Series) -> list[plots.Curve]:
     """One :class:`~dsbench.publish.plots.Curve` per rank, with its row's fitted line."""
-    fits_by_rank = {rank_of(r): as_dict(r.get("drift")) for r in soak.row(d.row)}
+    fits_by_rank = {rank_of(r): as_dict(r.drift) for r in soak.row(d.row)}
     out = []
     for rank in sorted(series.per_rank)[:MAX_RANKS_DRAWN]:
         steps, values = series.per_rank[rank]
         fit = fits_by_rank.get(rank) or {}
         line = fitted_line(fit, relative=d.row == STEP_ROW)
         slope = finite(fit.get("slope"))
-        unit = next((r.get("unit") for r in soak.row(d.row)), "")
+        unit = next((value_or(r.unit) for r in soak.row(d.row)), "")
         label = f"rank {rank} fit: {slope:+.3g} {unit}" if slope is not None else ""
         out.append(plots.Curve(f"rank {rank}", steps, values, line, label))
     return out
@@ -211,9 +212,9 @@ def drift_table(soak: SoakFile) -> Html:
     for d in drifting(soak):
         for row in soak.row(d.row):
             rank = rank_of(row)
-            if row.get("status") != "ok":
-                why = row.get("reason") or row.get("error") or ""
-                rows.append([d.what, rank, "", "", "", row.get("status"), "", why])
+            if not row.ok:
+                why = row.reason or row.error or ""
+                rows.append([d.what, rank, "", "", "", row.status, "", why])
                 classes.append("missing")
                 continue
             for launch, fit in fits(row):
@@ -222,7 +223,7 @@ def drift_table(soak: SoakFile) -> Html:
                 span = f"steps {fit.get('first_step', '?')}–{fit.get('last_step', '?')}"
                 who = join([rank, f" ({launch})" if launch else ""])
                 rows.append([
-                    d.what, who, f"{num(finite(fit.get('slope')))} {row.get('unit', '')}",
+                    d.what, who, f"{num(finite(fit.get('slope')))} {value_or(row.unit, '')}",
                     interval_text(fit), num(finite(fit.get("threshold"))), el("strong", verdict),
                     f"{span}; mean {num(mean)} {d.unit}", fit.get("why") or "",
                 ])  # fmt: skip
@@ -273,8 +274,8 @@ def fault_table(soak: SoakFile) -> list[Html]:
 def anomaly_table(soak: SoakFile) -> Html:
     a = as_dict(soak.section.get("anomalies"))
     if not a:
-        row = next(iter(soak.row("soak.loss_anomalies")), {})
-        a = as_dict(row.get("anomalies"))
+        row = next(iter(soak.row("soak.loss_anomalies")), None)
+        a = as_dict(row.extra.get("anomalies") if row else None)
     if not a:
         return el("p", "No loss anomaly record in this file.", cls="note")
     steps = ", ".join(str(s) for s in as_list(a.get("nonfinite_steps"))[:20])

@@ -30,6 +30,7 @@ from dsbench.publish.soaks import (
     soak_files,
 )
 from dsbench.publish.stability import FAULT_COMMAND, PAGE, SOAK_COMMAND, interval_text
+from dsbench.records import Row, value_or
 
 if TYPE_CHECKING:
     from dsbench.publish.claims import Claim, SoakSpec
@@ -60,29 +61,29 @@ def failures_text(soak: SoakFile) -> str | None:
     return f"{n} failure(s) nobody injected in {duration(secs)} of training{per}"
 
 
-def value_text(row: dict) -> str:
+def value_text(row: Row) -> str:
     """A soak row's value in words."""
-    v = finite(row.get("value"))
-    name = row.get("name")
+    v = finite(row.value)
+    name, extra = row.name, row.extra
     if v is None:
         return "no value"
     if name == "soak.resume_success":
         return (
-            f"{v:.1f}% of restarts continued bit for bit ({row.get('identical', '?')} of "
-            f"{row.get('attempted', '?')})"
+            f"{v:.1f}% of restarts continued bit for bit ({extra.get('identical', '?')} of "
+            f"{extra.get('attempted', '?')})"
         )
     if name == "soak.loss_anomalies":
-        a = as_dict(row.get("anomalies"))
+        a = as_dict(extra.get("anomalies"))
         return (
             f"{v:.0f} loss anomalies (non-finite losses {a.get('nonfinite', '?')}, skipped "
             f"steps {a.get('skipped_steps', '?')}, stalls {len(as_list(a.get('stalls')))})"
         )
     if name == "soak.failures_named":
-        return f"{v:.0f}% of {row.get('injected', '?')} injected failures detected and named"
-    return f"{num(v)} {row.get('unit', '')}"
+        return f"{v:.0f}% of {extra.get('injected', '?')} injected failures detected and named"
+    return f"{num(v)} {value_or(row.unit, '')}"
 
 
-def range_text(rows: list[dict]) -> str | None:
+def range_text(rows: list[Row]) -> str | None:
     """± half the range of the memory series after warm-up, the widest rank's."""
     best = None
     for row in rows:
@@ -99,7 +100,7 @@ def range_text(rows: list[dict]) -> str | None:
     return f"±{best[0] / 2:.3g} MiB around {best[1]:.4g} MiB (rank {best[2]}, the widest)"
 
 
-def verdict_text(rows: list[dict]) -> str | None:
+def verdict_text(rows: list[Row]) -> str | None:
     """Each rank's verdict with its slope and interval."""
     parts = []
     for row in rows:
@@ -107,7 +108,7 @@ def verdict_text(rows: list[dict]) -> str | None:
             who = f"rank {rank_of(row)}" + (f" {launch}" if launch else "")
             parts.append(
                 f"{who}: {fit.get('verdict', '?')}, {num(finite(fit.get('slope')))} "
-                f"({interval_text(fit)}) {row.get('unit', '')}"
+                f"({interval_text(fit)}) {value_or(row.unit, '')}"
             )
     return "; ".join(parts) or None
 
@@ -125,10 +126,10 @@ def measured_text(soak: SoakFile, spec: SoakSpec) -> str | None:
         status = soak.section.get("status") or "?"
         tail = f"; {len(failed)} launch(es) failed" if failed else ", no failure"
         return f"trained {steps:,}" + (f" of {job:,}" if job else "") + f" steps ({status}){tail}"
-    name = next((n for n in spec.rows if any(r.get("status") == "ok" for r in soak.row(n))), None)
+    name = next((n for n in spec.rows if any(r.ok for r in soak.row(n))), None)
     if name is None:
         return None
-    rows = [r for r in soak.row(name) if r.get("status") == "ok"]
+    rows = [r for r in soak.row(name) if r.ok]
     what = f"{NAMES[name]}: " if name in NAMES and name != STEP_ROW else ""
     if spec.show == "value":
         return value_text(rows[0])

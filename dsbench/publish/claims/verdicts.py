@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from dsbench import compare
@@ -45,6 +46,7 @@ from dsbench.publish.claims.data import (
     Claim,
 )
 from dsbench.publish.claims.load import _all_param_keys, selector_problem
+from dsbench.records import ClaimCheck, MetricValue, Row, value_or
 from dsbench.results import Run
 from dsbench.values import is_number
 
@@ -113,16 +115,16 @@ def _range_text(rng: tuple[float, float]) -> str:
     return f"{lo:.3g}–{hi:.3g}×"
 
 
-def _row_field(row: dict, metric: str, fld: str) -> float | None:
-    if row.get("status") != "ok":
+def _row_field(row: Row, metric: str, fld: str) -> float | None:
+    if not row.ok:
         return None
     if fld.startswith(MEMORY_FIELD):
-        value = (row.get("memory") or {}).get(fld.removeprefix(MEMORY_FIELD))
+        value = (row.memory or {}).get(fld.removeprefix(MEMORY_FIELD))
     else:
-        entry = (row.get("metrics") or {}).get(metric)
-        if entry is None and row.get("metric") == metric:
-            entry = {"value": row.get("value"), "pct_of_peak": row.get("pct_of_peak")}
-        value = (entry or {}).get(fld)
+        entry = (row.metrics or {}).get(metric)
+        if entry is None and row.metric == metric:
+            entry = MetricValue(value=row.value, pct_of_peak=row.pct_of_peak)
+        value = entry.get(fld) if entry is not None else None  # a field named by the claim
     return float(value) if is_number(value) else None
 
 
@@ -164,20 +166,20 @@ def _geomean(values: Sequence[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
-def _metric_direction(row: dict, metric: str) -> str | None:
-    entry = (row.get("metrics") or {}).get(metric) or {}
-    if entry.get("direction"):
-        return entry["direction"]
-    if row.get("metric") == metric:
-        return row.get("direction")
+def _metric_direction(row: Row, metric: str) -> str | None:
+    entry = (row.metrics or {}).get(metric)
+    if entry is not None and entry.direction:
+        return entry.direction
+    if row.metric == metric:
+        return value_or(row.direction)
     from dsbench.suites import BENCHMARKS
 
-    bench = BENCHMARKS.get(row.get("name", ""))
+    bench = BENCHMARKS.get(row.name)
     return next((m.direction for m in bench.metrics if m.name == metric), None) if bench else None
 
 
 def _case_interval(
-    claim: Claim, b_row: dict, c_row: dict, field_ratio: float, verdict: compare.Row
+    claim: Claim, b_row: Row, c_row: Row, field_ratio: float, verdict: compare.Row
 ) -> tuple[float | None, float | None, str]:
     """The 99%/n interval of one case's ratio in the claim's field: compare's interval of the
     primary metric's ratio, carried over to the field (see [Note: claims and verdicts]); or
@@ -187,7 +189,7 @@ def _case_interval(
         return None, None, "one value on a side (peak memory is recorded once per case)"
     if verdict.low is None or verdict.high is None or not verdict.ratio:
         return None, None, verdict.basis or verdict.change
-    same = _metric_direction(b_row, m.metric) == b_row.get("direction")
+    same = _metric_direction(b_row, m.metric) == value_or(b_row.direction)
     e = 1.0 if same else -1.0
     k = field_ratio / verdict.ratio**e  # the field's ratio / the primary's, e.g. another peak
     lo, hi = sorted((k * verdict.low**e, k * verdict.high**e))
@@ -197,13 +199,15 @@ def _case_interval(
 def _case_intervals(
     claim: Claim,
     pairs: list[dict],
-    base: compare.Side,
-    cont: compare.Side,
+    sides: tuple[compare.Side, compare.Side],
+    rows: tuple[dict[str, Row], dict[str, Row]],
     runs: Sequence[Run],
     factor: float,
 ) -> float:
     """Each case's interval at level 1 - 0.01/n (Bonferroni over the n cases), set in its pair
-    as ``low``, ``high`` and ``basis``; returns that level."""
+    as ``low``, ``high`` and ``basis``; returns that level. ``rows``: each side's rows, typed."""
+    base, cont = sides
+    b_rows, c_rows = rows
     same_run = base.run is cont.run
     noise: dict = {}
     if not same_run and base.run.machine == cont.run.machine:
@@ -212,12 +216,12 @@ def _case_intervals(
     level = 1.0 - (1.0 - LEVEL) / len(pairs)
     ids = [p["id"] for p in pairs]
     verdicts = compare.compare_rows(
-        {i: base.rows[i] for i in ids}, {i: cont.rows[i] for i in ids}, factor, level=level,
+        {i: b_rows[i] for i in ids}, {i: c_rows[i] for i in ids}, factor, level=level,
         unit="round" if same_run else "launch", noise=noise,
     )  # fmt: skip
     for p, v in zip(pairs, verdicts, strict=True):
         p["low"], p["high"], p["basis"] = _case_interval(
-            claim, base.rows[p["id"]], cont.rows[p["id"]], p["ratio"], v
+            claim, b_rows[p["id"]], c_rows[p["id"]], p["ratio"], v
         )
     return level
 
@@ -232,12 +236,12 @@ def _measured(claim: Claim, runs: Sequence[Run], factor: float = FACTOR) -> dict
     keys = _all_param_keys() | compare.param_keys(list(runs))
     skip = _selected_keys(claim, keys)
 
-    def wanted(row: dict) -> bool:
-        return (row.get("name") == m.benchmark and row.get("status") == "ok"
-                and _params_match(row.get("params") or {}, m.params, skip))  # fmt: skip
+    def wanted(row: Row) -> bool:
+        return (row.name == m.benchmark and row.ok
+                and _params_match(row.params or {}, m.params, skip))  # fmt: skip
 
     relevant = [r for r in runs if not comparisons.is_noise(r)
-                and any(wanted(row) for row in r.doc.get("benchmarks", []))]  # fmt: skip
+                and any(wanted(row) for row in r.rows.values())]  # fmt: skip
     if not relevant:
         return None
     b_sel = compare.Selector.parse(m.baseline, keys)
@@ -251,9 +255,11 @@ def _measured(claim: Claim, runs: Sequence[Run], factor: float = FACTOR) -> dict
             base, cont, notes = compare.pick_runs(relevant, m.baseline, m.contender)
         except UsageError:
             return None
+    b_rows = {k: Row.from_json(v) for k, v in base.rows.items()}  # a side holds the rows' JSON
+    c_rows = {k: Row.from_json(v) for k, v in cont.rows.items()}
     pairs = []
-    for key, b_row in base.rows.items():
-        c_row = cont.rows.get(key)
+    for key, b_row in b_rows.items():
+        c_row = c_rows.get(key)
         if c_row is None or not wanted(b_row) or not wanted(c_row):
             continue
         bv, cv = _row_field(b_row, m.metric, m.field), _row_field(c_row, m.metric, m.field)
@@ -262,7 +268,7 @@ def _measured(claim: Claim, runs: Sequence[Run], factor: float = FACTOR) -> dict
     if not pairs:
         return None
     same_run = base.run is cont.run
-    level = _case_intervals(claim, pairs, base, cont, runs, factor)
+    level = _case_intervals(claim, pairs, (base, cont), (b_rows, c_rows), runs, factor)
     axes = compare.axes_of(b_sel, c_sel)
     confounded = compare.confounders(base.run, cont.run, axes) if not same_run else []
     ratios = [p["ratio"] for p in pairs]
@@ -400,14 +406,13 @@ def _oriented(ratio: float | None, flip: bool) -> float | None:
     return 1.0 / ratio if ratio else None
 
 
-def _measured_verdict(claim: Claim, measured: dict, flip_note: str, entry: dict) -> None:
-    """Fill ``entry``'s decision, interval and verdict line from a measurement."""
+def _measured_verdict(
+    claim: Claim, measured: dict, flip_note: str, entry: ClaimCheck
+) -> ClaimCheck:
+    """``entry`` with the measurement, its decision, interval and verdict line."""
     accepted = accepted_range(claim)
     lo, hi = measured["low"], measured["high"]
     decision, how = decide((lo, hi), accepted)
-    entry["decision"] = decision
-    entry["interval"] = None if lo is None else (lo, hi)
-    entry["accepted"] = accepted
     n = measured["n_cases"]
     cases = f"geometric mean of {n} cases" if n > 1 else "1 case"
     if lo is not None:
@@ -421,18 +426,23 @@ def _measured_verdict(claim: Claim, measured: dict, flip_note: str, entry: dict)
     verdict += flip_note + (f": {how}" if lo is not None or accepted is None else "")
     if measured["confounders"]:
         verdict += "; confounded: " + "; ".join(measured["confounders"])
-    if decision == UNDECIDED and entry["commands"]:
-        verdict += "; to decide it: " + " ; ".join(entry["commands"])
-    entry["verdict"] = verdict
+    if decision == UNDECIDED and entry.commands:
+        verdict += "; to decide it: " + " ; ".join(entry.commands)
+    return replace(
+        entry, measured=measured, kind="measured", dsbench_ratio=measured["ratio"],
+        decision=decision, interval=None if lo is None else (lo, hi), accepted=accepted,
+        verdict=verdict,
+    )  # fmt: skip
 
 
-def check(claims: Sequence[Claim], runs: Sequence[Run]) -> list[dict[str, Any]]:
+def check(claims: Sequence[Claim], runs: Sequence[Run]) -> list[ClaimCheck]:
     """Each claim beside what dsbench measured (result files) or modelled (profiles).
 
-    One dict per claim: ``claim`` (id), ``title``, ``title_en``, ``source`` (dict),
-    ``source_text``, ``scenario``, ``label``, ``label_en``, ``form``, ``metric``, ``unit``,
-    ``direction``, ``claimed`` ({baseline, contender: side dicts, ratio, range, change, text}),
-    ``kind`` (``measured``, ``modelled`` or ``none``), ``dsbench_ratio`` (contender / baseline,
+    One :class:`~dsbench.records.ClaimCheck` per claim (``.to_json()``: its JSON): ``claim``
+    (id), ``title``, ``title_en``, ``source`` (dict), ``source_text``, ``scenario``, ``label``,
+    ``label_en``, ``form``, ``metric``, ``unit``, ``direction``, ``claimed`` ({baseline,
+    contender: side dicts, ratio, range, change, text}), ``kind`` (``measured``, ``modelled``
+    or ``none``), ``dsbench_ratio`` (contender / baseline,
     oriented like the claim's metric; None for kind ``none``), ``interval`` (its 99% interval,
     oriented likewise; None when the data give none), ``accepted`` (the ratios that agree with
     the claim, or None), ``decision`` (:data:`DECISIONS`: ``consistent``, ``contradicted`` or
@@ -448,22 +458,20 @@ def check(claims: Sequence[Claim], runs: Sequence[Run]) -> list[dict[str, Any]]:
     return [_check_one(claim, runs) for claim in claims]
 
 
-def _entry(claim: Claim) -> dict[str, Any]:
-    """The claim's own fields in :func:`check`'s dict, with nothing measured or modelled yet."""
-    entry: dict[str, Any] = {
-        "claim": claim.id,
-        "title": claim.title,
-        "title_en": claim.title_en,
-        "source": claim.source,
-        "source_text": claim.source_text(),
-        "scenario": claim.scenario,
-        "label": claim.label,
-        "label_en": claim.label_en,
-        "form": claim.form,
-        "metric": claim.metric,
-        "unit": claim.unit,
-        "direction": claim.direction,
-        "claimed": {
+_AS_CLAIMED = ("title", "title_en", "source", "scenario", "label", "label_en", "form", "metric",
+               "unit", "direction")  # fmt: skip
+"""The claim's fields a :class:`~dsbench.records.ClaimCheck` holds as they are."""
+
+
+def _entry(claim: Claim) -> ClaimCheck:
+    """The claim's own fields in :func:`check`'s record, with nothing measured or modelled yet
+    (and no verdict)."""
+    cmds = commands(claim)
+    return ClaimCheck(  # its JSON has the fields in ClaimCheck's order, whatever the order here
+        claim=claim.id,
+        **{name: getattr(claim, name) for name in _AS_CLAIMED},
+        source_text=claim.source_text(),
+        claimed={
             "baseline": claim.baseline.to_dict(),
             "contender": claim.contender.to_dict(),
             "ratio": claim.claimed_ratio,
@@ -471,32 +479,28 @@ def _entry(claim: Claim) -> dict[str, Any]:
             "change": claim.claimed_change,
             "text": claimed_text(claim),
         },
-        "kind": "none",
-        "dsbench_ratio": None,
-        "interval": None,
-        "accepted": accepted_range(claim),
-        "decision": UNDECIDED,
-        "measured": None,
-        "modelled": None,
-        "commands": commands(claim),
-        "problem": None,
-    }
-    entry["command"] = "\n".join(entry["commands"])
-    return entry
+        kind="none",
+        dsbench_ratio=None,
+        interval=None,
+        accepted=accepted_range(claim),
+        decision=UNDECIDED,
+        measured=None,
+        modelled=None,
+        commands=cmds,
+        problem=None,
+        command="\n".join(cmds),
+    )
 
 
-def _check_one(claim: Claim, runs: Sequence[Run]) -> dict[str, Any]:
+def _check_one(claim: Claim, runs: Sequence[Run]) -> ClaimCheck:
     m = claim.dsbench
     entry = _entry(claim)
     if not m.measurable:
-        entry["decision"] = NOT_MEASURABLE
-        entry["verdict"] = f"not measurable by dsbench: {m.not_measurable}"
-        return entry
+        verdict = f"not measurable by dsbench: {m.not_measurable}"
+        return replace(entry, decision=NOT_MEASURABLE, verdict=verdict)
     problem = selector_problem(m.baseline or "") or selector_problem(m.contender or "")
     if problem:
-        entry["problem"] = problem
-        entry["verdict"] = f"cannot check: {problem}"
-        return entry
+        return replace(entry, problem=problem, verdict=f"cannot check: {problem}")
     flip = _field_direction(claim) != claim.direction
     flip_note = (
         f" (dsbench's {m.metric} is {_field_direction(claim)}-is-better: ratio inverted)"
@@ -510,30 +514,30 @@ def _check_one(claim: Claim, runs: Sequence[Run]) -> dict[str, Any]:
         if measured["low"] is not None:
             low, high = _oriented(measured["low"], flip), _oriented(measured["high"], flip)
             measured["low"], measured["high"] = min(low, high), max(low, high)
-        entry["measured"] = measured
-        entry["kind"] = "measured"
-        entry["dsbench_ratio"] = measured["ratio"]
-        _measured_verdict(claim, measured, flip_note, entry)
+        entry = _measured_verdict(claim, measured, flip_note, entry)
     if modelled is not None:
         modelled["ratio"] = _oriented(modelled.get("ratio"), flip)
-        _modelled_verdict(claim, modelled, flip_note, entry)
-    if entry["kind"] == "none":
-        entry["verdict"] = f"not decided: no data yet: run {' ; '.join(entry['commands'])}"
+        entry = _modelled_verdict(claim, modelled, flip_note, entry)
+    if entry.kind == "none":
+        entry = replace(
+            entry, verdict=f"not decided: no data yet: run {' ; '.join(entry.commands)}"
+        )
     return entry
 
 
-def _modelled_verdict(claim: Claim, modelled: dict, flip_note: str, entry: dict) -> None:
-    """Record the modelled ratio in ``entry``; with nothing measured, its verdict line (a model
+def _modelled_verdict(
+    claim: Claim, modelled: dict, flip_note: str, entry: ClaimCheck
+) -> ClaimCheck:
+    """``entry`` with the modelled ratio; with nothing measured, its verdict line (a model
     never decides a claim)."""
-    entry["modelled"] = modelled
+    entry = replace(entry, modelled=modelled)
     if modelled.get("problem"):
-        entry["problem"] = entry["problem"] or modelled["problem"]
-    if entry["kind"] == "none" and modelled["ratio"] is not None:
-        entry["kind"] = "modelled"
-        entry["dsbench_ratio"] = modelled["ratio"]
-        entry["verdict"] = (
+        entry = replace(entry, problem=entry.problem or modelled["problem"])
+    if entry.kind == "none" and modelled["ratio"] is not None:
+        entry = replace(entry, kind="modelled", dsbench_ratio=modelled["ratio"], verdict=(
             f"not decided: modelled {_fmt_ratio(modelled['ratio'])} (roofline floors of "
             f"{modelled['case']} on {modelled['baseline_profile']} vs "
             f"{modelled['contender_profile']}) vs {claimed_text(claim)}{flip_note}; a model does "
-            f"not decide a claim; no measured data yet: run {' ; '.join(entry['commands'])}"
-        )
+            f"not decide a claim; no measured data yet: run {' ; '.join(entry.commands)}"
+        ))  # fmt: skip
+    return entry
