@@ -403,8 +403,10 @@ def run_distributed(
 
         def receive(rank: int, msg, got=got, fresh=fresh) -> None:
             index, row = msg
-            if fresh and fresh[index] is not None and row.get("memory") is not None:
-                row["memory"]["fresh_process"] = fresh[index]
+            typed = Row.from_json(row)
+            if fresh and fresh[index] is not None and isinstance(typed.memory, dict):
+                memory = typed.memory | {"fresh_process": fresh[index]}
+                row = dataclasses.replace(typed, memory=memory).to_json()
             got[index] = row
             on_row(row)
 
@@ -443,12 +445,13 @@ def run_suite(
     """Run every case of ``suite``; returns the rows in plan order."""
     config = config or TIMING[suite]
     planned = plan(suite, ctx, pattern)
-    rows: dict[str, dict] = {}
+    rows: dict[str, Row] = {}
     progress = progress or (lambda case_id, row: None)
 
     def on_row(row: dict) -> None:
-        rows[row["id"]] = row
-        progress(row["id"], row)
+        typed = Row.from_json(row)
+        rows[typed.id] = typed
+        progress(typed.id, row)
 
     for bench in dict.fromkeys(p.bench for p in planned):
         cases = [p.params for p in planned if p.bench is bench]
@@ -458,7 +461,7 @@ def run_suite(
             for params in cases:
                 progress(case_id(bench.name, params), None)
                 on_row(run_case(bench, params, ctx, profile, config))
-    return [rows[p.id] for p in planned if p.id in rows]
+    return [rows[p.id].to_json() for p in planned if p.id in rows]
 
 
 def new_run_doc(
