@@ -1,0 +1,196 @@
+"""dsbench publish's comparison pages from synthetic runs: no data (what to run), CUDA vs ROCm
+on two machines, several launches a side, the four verdicts and the ratio chart of a
+``dsbench ab`` pair, short chart labels, and a noise calibration deciding single-launch runs."""
+
+import re
+from pathlib import Path
+
+from dsbench import results
+from tests.conftest import make_doc, make_row
+from tests.test_publish import _check_links_and_images, _one_run, _publish, _section
+
+
+def test_comparisons_without_data_say_what_to_run(tmp_path):
+    res = tmp_path / "results"
+    _one_run(res)
+    out = tmp_path / "site"
+    assert _publish(res, out) == 0
+    assert not (out / "compare").exists()
+    listing = (out / "comparisons.html").read_text()
+    assert (
+        "CUDA vs ROCm</strong> — no data: needs runs matching <code>backend=cuda</code> and "
+        "<code>backend=rocm</code>; to get them, run <code>dsbench run</code>" in listing
+    )
+    assert (
+        "<code>dsbench ab --baseline python=3.11 --contender python=3.12 --suite quick</code>"
+        in listing
+    )
+    assert (
+        "<code>dsbench ab --baseline deepspeed=0.18.3 --contender deepspeed=0.18.4 --suite "
+        "training</code>" in listing
+    )
+    assert listing.count("— no data") == 4
+    assert listing.split("<ul", 1)[1].split("</ul>", 1)[0] in (out / "index.html").read_text()
+
+
+def _backend_runs(res: Path, launches: int) -> None:
+    """A CUDA run and a ROCm run of one gemm case, each ``launches`` launches of 20 samples."""
+    for k, (backend, device, value) in enumerate(
+        [("cuda", "NVIDIA H100 80GB HBM3", 300.0), ("rocm", "AMD Instinct MI250X", 150.0)]
+    ):
+        samples = [[value * (1 + 0.002 * j) + i * 0.1 for i in range(20)] for j in range(launches)]
+        rows = [make_row("gemm[dtype=float16,size=8192]", samples if launches > 1 else samples[0],
+                         unit="TFLOP/s")]  # fmt: skip
+        env = {"backend": backend, "devices": [{"name": device}]}
+        doc = make_doc(f"2026113{k}T000000Z-{backend}", f"2026-11-3{k}T00:00:00+00:00", rows,
+                       env=env, machine=f"{backend}-box")  # fmt: skip
+        results.write_run(doc, root=res)
+
+
+def _backend_site(tmp_path: Path, launches: int) -> tuple[Path, str]:
+    """The site of :func:`_backend_runs`, and its CUDA vs ROCm page."""
+    res = tmp_path / "results"
+    _backend_runs(res, launches)
+    out = tmp_path / "site"
+    assert _publish(res, out) == 0
+    return out, (out / "compare" / "cuda-vs-rocm.html").read_text()
+
+
+def test_cuda_vs_rocm_page_when_both_backends_exist(tmp_path):
+    """One launch per side on two machines: the ratio is shown, the verdict is inconclusive
+    (grey, saying why) and the page says plainly that the data cannot decide."""
+    out, page = _backend_site(tmp_path, launches=1)
+    assert "quick suite" in page and "<td>0.502</td>" in page
+    assert '<tr class="inconclusive">' in page and '<tr class="worse">' not in page
+    assert "one round per side and no noise figure for this machine and benchmark" in page
+    assert "The data cannot decide: one round per side and no noise figure" in page
+    assert "different machines" in page  # why no `dsbench ab` can alternate them
+    assert "device (NVIDIA H100 80GB HBM3 vs AMD Instinct MI250X)" in page  # a confounder, said
+    index = (out / "index.html").read_text()
+    assert 'href="compare/cuda-vs-rocm.html"' in index
+    assert "0 better, 0 worse, 0 unchanged, 1 inconclusive, 0 on one side only" in index
+    assert "the data cannot decide" in index
+    assert "CPU · " not in index and "· CUDA · " in index and "· ROCm · " in index
+    _check_links_and_images(out)
+
+
+def test_several_launches_per_side_decide_and_colour_the_row(tmp_path):
+    """With five launches a side the 99% interval exists: the row is worse (red), its interval
+    and basis are shown, and the list counts it as a finding."""
+    out, page = _backend_site(tmp_path, launches=5)
+    assert '<tr class="worse">' in page and "<strong>worse</strong>" in page
+    assert "5+5 rounds" in page and re.search(r"0\.\d{3}-0\.\d{3}", page)
+    assert "The data cannot decide" not in page
+    index = (out / "index.html").read_text()
+    assert "0 better, 1 worse, 0 unchanged, 0 inconclusive, 0 on one side only" in index
+
+
+def _verdict_runs(res: Path) -> None:
+    """An ab pair (doc["ab"]) of DeepSpeed 0.18.3 vs 0.18.4, 6 launches a side: one case per
+    verdict, one case with a single value, one case on one side only, and a newer run measured
+    apart that must not be used."""
+    rows: dict[str, list] = {"0.18.3": [], "0.18.4": []}
+    cases = {  # id: (baseline launch values, contender launch values)
+        "adamw[size=1]": ([100, 101, 99, 100, 100.5, 99.5], [130, 131, 129, 130, 130.5, 129.5]),
+        "adamw[size=2]": ([100, 101, 99, 100, 100.5, 99.5], [80, 81, 79, 80, 80.5, 79.5]),
+        "adamw[size=3]": ([100, 101, 99, 100, 100.5, 99.5], [100, 100.5, 99.5, 101, 99, 100]),
+        "adamw[size=4]": ([100, 130, 80, 110, 95, 120], [104, 90, 125, 85, 115, 100]),
+    }
+    for bid, (b, c) in cases.items():
+        for ds, values in (("0.18.3", b), ("0.18.4", c)):
+            rows[ds].append(make_row(bid, [[v + 0.01 * i for i in range(10)] for v in values]))
+    for ds in rows:
+        rows[ds].append(make_row("adamw[size=5]", [42.0]))  # one value (asv --quick)
+    rows["0.18.4"].append(make_row("adamw[size=6]", [[1.0, 1.1]] * 2))
+    for k, ds in enumerate(("0.18.3", "0.18.4")):
+        env = {"packages": {"torch": "2.13.0+cpu", "deepspeed": ds}}
+        doc = make_doc(f"2026120{k + 1}T000000Z-ab{k:04d}", f"2026-12-0{k + 1}T00:00:00+00:00",
+                       rows[ds], env=env)  # fmt: skip
+        doc["ab"] = {"id": "abcd", "side": ("baseline", "contender")[k], "spec": f"deepspeed={ds}"}
+        results.write_run(doc, root=res)
+    later = make_doc("20261209T000000Z-apart0", "2026-12-09T00:00:00+00:00",
+                     [make_row("adamw[size=1]", [500.0 + i for i in range(10)])],
+                     env={"packages": {"torch": "2.13.0+cpu", "deepspeed": "0.18.4"}})  # fmt: skip
+    results.write_run(later, root=res)
+
+
+def test_comparison_page_shows_the_four_verdicts_and_the_ratio_chart(tmp_path):
+    res = tmp_path / "results"
+    _verdict_runs(res)
+    out = tmp_path / "site"
+    assert _publish(res, out) == 0
+    page = (out / "compare" / "deepspeed-0.18.3-vs-0.18.4.html").read_text()
+    assert "measured together by dsbench ab abcd (deepspeed=0.18.3 vs deepspeed=0.18.4)" in page
+    assert "20261209T000000Z-apart0" not in _section(page, "quick suite").split("<figure>")[0]
+    body = page.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
+    rows = re.findall(r'<tr class="([a-z]+)">(.*?)</tr>', body)
+    verdicts = {re.search(r'title="([^"]+)"', r).group(1): cls for cls, r in rows}
+    assert verdicts == {
+        "adamw[size=1]": "better",
+        "adamw[size=2]": "worse",
+        "adamw[size=3]": "unchanged",
+        "adamw[size=4]": "inconclusive",
+        "adamw[size=5]": "inconclusive",
+        "adamw[size=6]": "missing",
+    }
+    assert "spread too wide: the interval reaches across x1.05" in body
+    assert "one value on a side" in body and "only in contender" in body
+    verdict = "1 better, 1 worse, 1 unchanged, 2 inconclusive, 1 on one side only"
+    assert verdict in (out / "index.html").read_text()
+    assert "The data cannot decide" not in page
+    # the ratio chart: first on the page, one line per drawn case, as wide as the page allows
+    from PIL import Image
+
+    src = re.search(r'<figure><img src="\.\./(img/[^"]+)" alt="[^"]*ratio of each case', page)
+    assert src and page.index(src.group(0)) < page.index("<table")
+    width, height = Image.open(out / src.group(1)).size
+    assert width <= 1200 and height < 600
+    caption = page.split(src.group(0), 1)[1].split("</figcaption>", 1)[0]
+    assert "1 case(s) have no interval (hollow dot)" in caption
+    assert "1 row(s) not on both sides, failed or skipped are not drawn" in caption
+    _check_links_and_images(out)
+
+
+def test_ratio_chart_labels_are_short_and_unique():
+    """Mixed benchmarks: each loses the parameters its own cases share, labels stay unique."""
+    from dsbench.publish import plots
+
+    ids = [
+        "train_step[dtype=float32,engine=dsbench,grad_accum=2,model=mlp,stage=1]",
+        "train_step[dtype=float32,engine=dsbench,grad_accum=2,model=mlp,stage=2]",
+        "train_step[dtype=float32,engine=deepspeed,grad_accum=2,model=mlp,stage=1]",
+        "adamw[impl=torch,params=100000]",
+    ]
+    labels = plots.case_labels(ids)
+    assert labels == [
+        "train_step[engine=dsbench,stage=1]",
+        "train_step[engine=dsbench,stage=2]",
+        "train_step[engine=deepspeed,stage=1]",
+        "adamw[impl=torch,params=100000]",
+    ]
+    assert plots.case_labels(ids[:2]) == plots.short_labels(ids[:2]) == ["stage=1", "stage=2"]
+
+
+def test_noise_calibration_decides_single_launch_runs(tmp_path):
+    """A noise calibration of the machine (doc purpose "noise") gives two single-launch runs an
+    interval, is named above the table, and is never a side itself."""
+    res = tmp_path / "results"
+    for k, (ds, value) in enumerate((("0.18.3", 100.0), ("0.18.4", 150.0))):
+        env = {"packages": {"torch": "2.13.0+cpu", "deepspeed": ds}}
+        doc = make_doc(f"2026120{k + 1}T000000Z-run{k:03d}", f"2026-12-0{k + 1}T00:00:00+00:00",
+                       [make_row("adamw[size=1]", [value + 0.01 * i for i in range(10)])],
+                       env=env)  # fmt: skip
+        results.write_run(doc, root=res)
+    launches = [[100 + d + 0.01 * i for i in range(10)] for d in (0, 1, -1, 0.5, -0.5)]
+    noise = make_doc("20261205T000000Z-noise0", "2026-12-05T00:00:00+00:00",
+                     [make_row("adamw[size=1]", launches)],
+                     env={"packages": {"torch": "2.13.0+cpu", "deepspeed": "0.18.4"}})  # fmt: skip
+    noise["purpose"] = "noise"
+    results.write_run(noise, root=res)
+    out = tmp_path / "site"
+    assert _publish(res, out) == 0
+    page = (out / "compare" / "deepspeed-0.18.3-vs-0.18.4.html").read_text()
+    assert "noise figure: run 20261205T000000Z-noise0" in page
+    assert '<tr class="better">' in page
+    assert "contender: run 20261202T000000Z-run001" in page
+    assert "noise calibration" in (out / "index.html").read_text()

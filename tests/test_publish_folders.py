@@ -1,0 +1,132 @@
+"""dsbench publish and its folders: a corrupt result file named on stderr, nothing to publish
+(exit 2, nothing written), where the site may go and what replaces it, a failed build that
+leaves the previous site, and asv's runs and pages beside dsbench's."""
+
+import pytest
+
+from dsbench import results
+from dsbench.publish import runs as run_pages
+from dsbench.publish import site
+from tests.conftest import make_doc, make_row, write_json
+from tests.test_publish import _one_run, _publish
+
+
+def test_warning_names_the_corrupt_file_on_stderr(tmp_path, capsys):
+    res = tmp_path / "results"
+    results.write_run(
+        make_doc(
+            "20261130T000000Z-aaaaaa",
+            "2026-11-30T00:00:00+00:00",
+            [make_row("adamw[params=1]", [1.0, 2.0])],
+        ),
+        root=res,
+    )
+    (res / "testbox" / "broken.json").write_text("{")
+    assert _publish(res, tmp_path / "site") == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "broken.json" in err[0] and "corrupt JSON" in err[0]
+
+
+# ---------------------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize("setup", ["empty", "missing", "only-corrupt"])
+def test_nothing_to_publish_is_one_line_exit_2_nothing_written(tmp_path, capsys, setup):
+    res = tmp_path / "results"
+    if setup != "missing":
+        res.mkdir()
+    if setup == "only-corrupt":
+        (res / "x.json").write_text("not json")
+    out = tmp_path / "site"
+    assert _publish(res, out) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("dsbench: error: nothing to publish")
+    assert "dsbench run" in err[-1]
+    assert len(err) == (2 if setup == "only-corrupt" else 1)  # the warning, then the error
+    assert not out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == (["results"] if setup != "missing" else [])
+
+
+def test_out_must_be_new_empty_or_a_previous_site(tmp_path, capsys):
+    res = tmp_path / "results"
+    _one_run(res)
+    foreign = tmp_path / "docs"
+    foreign.mkdir()
+    (foreign / "keep.txt").write_text("mine")
+    assert _publish(res, foreign) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is not a dsbench site" in err[0]
+    assert [p.name for p in foreign.iterdir()] == ["keep.txt"]
+    assert _publish(res, res) == 2  # the results folder itself
+    assert "overlap" in capsys.readouterr().err
+    assert _publish(res, res / "site") == 2
+    assert not (res / "site").exists()
+    (tmp_path / "file").write_text("x")
+    assert _publish(res, tmp_path / "file") == 2
+    assert "not a folder" in capsys.readouterr().err
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert _publish(res, empty) == 0 and (empty / site.MARKER).is_file()
+    (empty / "stale.html").write_text("old page")
+    assert _publish(res, empty) == 0  # a previous site is replaced as a whole
+    assert not (empty / "stale.html").exists() and (empty / "index.html").is_file()
+    leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith(".dsbench-site")]
+    assert leftovers == []
+
+
+def test_failed_build_leaves_the_previous_site(tmp_path, monkeypatch):
+    res = tmp_path / "results"
+    _one_run(res)
+    out = tmp_path / "site"
+    assert _publish(res, out) == 0
+    before = (out / "index.html").read_text()
+
+    def boom(site):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(run_pages, "history_page", boom)
+    with pytest.raises(RuntimeError, match="disk full"):
+        _publish(res, out)
+    assert (out / "index.html").read_text() == before
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".dsbench")] == []
+
+
+# ---------------------------------------------------------------------------- asv
+
+
+def test_empty_asv_folder_publishes(tmp_path):
+    res = tmp_path / "results"
+    _one_run(res)
+    (res / "asv").mkdir()
+    out = tmp_path / "site"
+    assert _publish(res, out) == 0
+    assert "sources: dsbench" in (out / "index.html").read_text()
+
+
+def test_asv_runs_and_asv_pages(tmp_path):
+    from tests.test_asv_results import BENCHMARKS_JSON, COMMIT, T0, _asv_file
+
+    res = tmp_path / "results"
+    _one_run(res)
+    write_json(res / "asv" / "benchmarks.json", BENCHMARKS_JSON)
+    write_json(res / "asv" / "devbox" / "machine.json", {"machine": "devbox", "version": 1})
+    for k, py in enumerate(("3.11", "3.12")):
+        doc = _asv_file(
+            py, "0.18.4", adamw=20.0 - 4 * k, decode=4.0, train=1000.0, started=T0 + k * 60_000
+        )
+        write_json(res / "asv" / "devbox" / f"{COMMIT[:8]}-{doc['env_name']}.json", doc)
+    asv_html = res / "asv-html"
+    asv_html.mkdir()
+    (asv_html / "index.html").write_text("<html><body>asv</body></html>")
+    write_json(asv_html / "graphs" / "summary.json", {"x": 1})  # not a dsbench result file
+    (asv_html / "escape").symlink_to("/etc")
+    out = tmp_path / "site"
+    assert _publish(res, out) == 0
+    index = (out / "index.html").read_text()
+    assert 'href="asv/index.html"' in index and "sources: asv, dsbench" in index
+    assert (out / "asv" / "index.html").is_file() and not (out / "asv" / "escape").exists()
+    page = (out / "compare" / "python-3.11-vs-3.12.html").read_text()
+    assert "asv suite (asv)" in page and "python 3.11" in page
+    asv_run = next((out / "runs").glob("asv-*.html")).read_text()
+    assert 'href="../asv/index.html"' in asv_run
