@@ -21,7 +21,8 @@ PYTHON312 ?= python3.12
 VENV312 ?= .venv312
 STAMP312 := $(VENV312)/.dsbench-installed
 # config, results, compare, statistics, timing, the asv reader and one small ZeRO engine test
-TESTS_PY312 ?= tests/test_zero_config.py tests/test_results.py tests/test_compare.py \
+TESTS_PY312 ?= tests/test_zero_config.py tests/test_zero_config_sections.py \
+  tests/test_zero_config_keys.py tests/test_results.py tests/test_compare.py \
   tests/test_stats.py tests/test_timing.py tests/test_asv_results.py \
   tests/test_zero_engine.py::test_three_ranks_uneven_shards
 # Non-empty: fail instead of skipping the 3.12 subset when no python3.12 exists. Defaults to $CI,
