@@ -1,6 +1,7 @@
 """What results are made of, shared by everything that writes or reads them, importing nothing
-else from dsbench (and not torch): a metric's direction, a benchmark case's id, and the flat
-fields of a recorded environment that selectors and confounder checks compare."""
+else from dsbench (and not torch): a metric's direction, a benchmark case's id, the flat
+fields of a recorded environment that selectors and confounder checks compare, and the typed
+records of a run (:class:`RunRecord`), its rows (:class:`Row`) and a claim check."""
 
 from __future__ import annotations
 
@@ -154,7 +155,8 @@ def is_number(x) -> bool:
 class Record:
     """Shared by every record: lossless :meth:`from_json` / :meth:`to_json` (see [Note: lossless
     records]). Subclasses name nested records in ``_NESTED``: field -> (shape, record class),
-    shape ``"one"`` (an object or null), ``"map"`` (an object of objects) or ``"list"``."""
+    shape ``"one"`` (an object or null), ``"map"`` (an object of objects), ``"list"`` or
+    ``"tuple"`` (a list, read as a tuple; an entry's error names its index)."""
 
     extra: dict[str, Any] = field(default_factory=dict, repr=False)
     """The JSON object's keys this record does not declare, with their values as read."""
@@ -213,6 +215,14 @@ def _load(cls: type[Record], name: str, value):
     shape, record = cls._NESTED.get(name, (None, None))
     if shape is None or value is None:
         return value
+    if shape == "tuple" and isinstance(value, list):  # an entry's error names its index
+        entries = []
+        for i, entry in enumerate(value):
+            try:
+                entries.append(record.from_json(entry))
+            except RecordError as exc:
+                raise RecordError(f"{name}[{i}] {exc}") from None
+        return tuple(entries)
     try:
         if shape == "one" and isinstance(value, dict):
             return record.from_json(value)
@@ -225,7 +235,7 @@ def _load(cls: type[Record], name: str, value):
     raise RecordError(f"field '{name}' is not {_SHAPES[shape]}")
 
 
-_SHAPES = {"one": "an object", "map": "an object", "list": "a list"}
+_SHAPES = {"one": "an object", "map": "an object", "list": "a list", "tuple": "a list"}
 
 
 def _dump(nested: tuple[str, type[Record]] | None, value):
@@ -482,3 +492,91 @@ class ClaimCheck(Record):
     """``commands`` joined by newlines."""
     verdict: str | Unset = UNSET
     """One line."""
+
+
+SOURCES = ("dsbench", "asv")
+"""Which tool measured a run (``source``, schema 2 on): ``dsbench run`` writes ``"dsbench"``;
+:mod:`dsbench.asv_results` gives the runs it converts from asv's files ``"asv"``. Publish
+groups, labels and links runs by it (an asv run's page points at asv's own)."""
+REQUIRED_RUN_FIELDS = {"source": str, "run_id": str, "created": str, "machine": str,
+                       "env": dict, "benchmarks": list}  # fmt: skip
+OPTIONAL_RUN_FIELDS = {"label": str, "suite": str, "purpose": str, "profile": dict,
+                       "launches": list}  # fmt: skip
+"""Absent or null, or of this type: selectors, compare and publish read them."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True, repr=False)
+class RunRecord(Record):
+    """A run: one result file (:mod:`dsbench.results`), its header and its rows, after
+    migration to the current schema. Fields in the order ``dsbench run`` writes them, then
+    what ``ab``, ``noise``, ``soak``, ``verify-gpu`` and the asv reader add."""
+
+    schema: str | Unset = UNSET
+    """``dsbench-result``."""
+    schema_version: int | Unset = UNSET
+    source: str
+    """The tool that measured the run: one of :data:`SOURCES`."""
+    run_id: str
+    """``<UTC time>-<6 hex>`` (``asv-<commit>-<env>`` for asv's)."""
+    created: str
+    """When the run (its first launch) started, ISO 8601 with the offset."""
+    finished: str | Unset = UNSET
+    wall_s: float | Unset = UNSET
+    """Seconds from start to finish (after ``dsbench ab``: the launches' sum)."""
+    machine: str
+    """The folder of the machine's runs: ``$DSBENCH_MACHINE`` or the host name."""
+    label: str | Unset | None = UNSET
+    suite: str | Unset | None = UNSET
+    argv: list[str] | Unset | None = UNSET
+    """The command line after ``dsbench``."""
+    env: dict[str, Any]
+    """The recorded environment (:func:`summary_fields` flattens it)."""
+    profile: dict[str, Any] | Unset | None = UNSET
+    """The hardware profile the peaks came from (``dsbench.hardware.Profile.to_dict``)."""
+    launches: list[dict[str, Any]] | Unset | None = UNSET
+    """Each launch, a fresh process: ``started`` (and ``pid``, or after ``dsbench ab`` its
+    ``wall_s``, ``order``, ``run_id`` and ``argv``), in the order of the rows' rounds."""
+    benchmarks: tuple[Row, ...]
+    """The rows, in order (also :attr:`rows`)."""
+    purpose: str | Unset | None = UNSET
+    """Why the run was made, where not a plain run: ``noise``, ``soak``."""
+    ab: dict[str, Any] | Unset = UNSET
+    """After ``dsbench ab``: the pair's id, this side, its spec, rounds, order and other run."""
+    soak: dict[str, Any] | Unset = UNSET
+    """A soak's faults, restarts, launches, status and problems."""
+    soak_rounds: list[Any] | Unset = UNSET
+    """After ``dsbench ab --soak``: each launch's ``soak``."""
+    interrupted: dict[str, Any] | Unset | None = UNSET
+    """A run stopped by a signal: ``{"signal": "SIGTERM", "finished": N}``."""
+    build_seconds: dict[str, Any] | Unset = UNSET
+    """``dsbench verify-gpu``: the kernels' build times."""
+    asv: dict[str, Any] | Unset = UNSET
+    """Runs read from asv's files: the file, environment, commit and machine parameters."""
+
+    _NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"benchmarks": ("tuple", Row)}
+
+    @property
+    def rows(self) -> tuple[Row, ...]:
+        return self.benchmarks
+
+    @classmethod
+    def check(cls, data: dict) -> None:
+        """What every reader relies on; the rows are checked after (``benchmarks[i] ...``)."""
+        for key, typ in (REQUIRED_RUN_FIELDS | OPTIONAL_RUN_FIELDS).items():
+            if key in OPTIONAL_RUN_FIELDS and data.get(key) is None:
+                continue
+            if key not in data:
+                raise RecordError(f"missing field '{key}'")
+            if not isinstance(data[key], typ):
+                raise RecordError(
+                    f"field '{key}' should be {typ.__name__}, got {type(data[key]).__name__}"
+                )
+        if data["source"] not in SOURCES:
+            raise RecordError(f"source '{data['source']}' is not one of {', '.join(SOURCES)}")
+        stopped = data.get("interrupted")
+        if stopped is not None and not (
+            isinstance(stopped, dict)
+            and isinstance(stopped.get("signal"), str)
+            and isinstance(stopped.get("finished"), int)
+        ):
+            raise RecordError("'interrupted' is not {signal, finished}")

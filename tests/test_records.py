@@ -1,5 +1,5 @@
-"""Typed result records (dsbench.records): every row of every committed result file, and every
-claim check, survives ``from_json`` -> ``to_json`` unchanged, key order included."""
+"""Typed result records (dsbench.records): every committed result file, each of its rows, and
+every claim check, survives ``from_json`` -> ``to_json`` unchanged, key order included."""
 
 from __future__ import annotations
 
@@ -14,17 +14,33 @@ import pytest
 from dsbench import records, results
 from dsbench.records import UNSET, ClaimCheck, MetricValue, Peak, RecordError, Round, Row
 
+RunRecord = records.RunRecord
+
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
+def committed_docs() -> list[tuple[str, dict]]:
+    paths = sorted(RESULTS.rglob("*.json"))
+    return [(p.name, json.loads(p.read_text())) for p in paths
+            if not results.is_foreign_file(p, RESULTS)]  # fmt: skip
+
+
 def committed_rows() -> list[tuple[str, dict]]:
-    out = []
-    for path in sorted(RESULTS.rglob("*.json")):
-        if results.is_foreign_file(path, RESULTS):
-            continue
-        doc = json.loads(path.read_text())
-        out += [(f"{path.name}[{i}]", row) for i, row in enumerate(doc["benchmarks"])]
-    return out
+    return [(f"{name}[{i}]", row) for name, doc in committed_docs()
+            for i, row in enumerate(doc["benchmarks"])]  # fmt: skip
+
+
+def test_every_committed_run_round_trips():
+    docs = committed_docs()
+    assert len(docs) > 20
+    for where, raw in docs:
+        run = RunRecord.from_json(raw)
+        out = run.to_json()
+        assert out == raw, where
+        assert json.dumps(out) == json.dumps(raw), where  # key order too
+        assert not run.extra, where  # every header field is declared
+        assert isinstance(run.rows, tuple) and all(isinstance(r, Row) for r in run.rows)
+        assert [r.to_json() for r in run.rows] == raw["benchmarks"]
 
 
 def test_every_committed_row_round_trips():
@@ -87,11 +103,36 @@ def test_bad_rows_name_the_field(change, why):
         Row.from_json(raw | change)
 
 
+def test_built_run_is_in_declaration_order_and_checks_name_the_field():
+    row = Row(id="a", name="a", params={}, status="skipped", reason="no GPU")
+    run = RunRecord(schema="dsbench-result", schema_version=3, source="dsbench", run_id="r",
+                    created="2026-12-01T00:00:00+00:00", machine="m", label=None, env={},
+                    benchmarks=(row,), purpose="noise")  # fmt: skip
+    doc = run.to_json()
+    assert list(doc) == ["schema", "schema_version", "source", "run_id", "created", "machine",
+                         "label", "env", "benchmarks", "purpose"]  # fmt: skip
+    assert doc["benchmarks"] == [row.to_json()] and doc["label"] is None
+    back = RunRecord.from_json(doc)
+    assert back == run and back.rows == (row,) and back.suite is UNSET and not back.extra
+    for change, why in [
+        ({"machine": None}, "field 'machine' should be str, got NoneType"),
+        ({"suite": 3}, "field 'suite' should be str, got int"),
+        ({"source": "excel"}, "source 'excel' is not one of dsbench, asv"),
+        ({"interrupted": "yes"}, "'interrupted' is not {signal, finished}"),
+        ({"benchmarks": [row.to_json(), {"id": 1}]}, "benchmarks[1] field 'id' missing or not str"),
+    ]:
+        with pytest.raises(RecordError) as exc:
+            RunRecord.from_json(doc | change)
+        assert str(exc.value) == why
+    with pytest.raises(RecordError, match="missing field 'env'"):
+        RunRecord.from_json({k: v for k, v in doc.items() if k != "env"})
+
+
 def test_summary_fields_match_stats():
     from dsbench.stats import Summary
 
     assert tuple(Summary.__dataclass_fields__) == records.SUMMARY_FIELDS
-    assert records.STATUSES == results.STATUSES
+    assert records.STATUSES == results.STATUSES and records.SOURCES == results.SOURCES
 
 
 def test_unset_is_one_falsy_value_across_processes():
