@@ -18,6 +18,8 @@ from math import exp, lgamma
 import numpy as np
 from scipy import stats as _st
 
+from dsbench.records import DIRECTIONS, HIGHER
+
 
 @dataclass(frozen=True, kw_only=True)
 class Summary:
@@ -192,7 +194,7 @@ def judge(
     unchanged: it lies within [1/factor, factor]; inconclusive otherwise, or when the data
     cannot support a test (one value, fewer samples than the exact test needs at 1 - level,
     one round per side without a noise figure)."""
-    if direction not in ("higher", "lower"):
+    if direction not in DIRECTIONS:
         raise ValueError(f"direction must be 'higher' or 'lower', got {direction!r}")
     b_rounds = [np.asarray(r, float) for r in base if len(r)]
     c_rounds = [np.asarray(r, float) for r in cont if len(r)]
@@ -242,7 +244,7 @@ def judge(
     low, high = float(np.exp(lo)), float(np.exp(hi))
     if low > factor or high < 1 / factor:
         up = low > factor
-        change = "better" if up == (direction == "higher") else "worse"
+        change = "better" if up == (direction == HIGHER) else "worse"
         return Verdict(change=change, ratio=ratio, low=low, high=high, method=method)
     if low >= 1 / factor and high <= factor:
         return Verdict(change="unchanged", ratio=ratio, low=low, high=high, method=method)

@@ -11,7 +11,7 @@ from dsbench import results
 from dsbench.publish import claims, stability_claims
 from dsbench.publish.facts import cell, finite
 from dsbench.publish.html import Html, details, el, join, render_value, table, warn_list
-from dsbench.records import ClaimCheck, value_or
+from dsbench.records import HIGHER, LOWER, ClaimCheck, value_or
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -111,7 +111,7 @@ def claim_row(r: ClaimCheck) -> list[Any]:
     label = r.label or r.claim
     if r.label_en:
         label = join([label, el("br"), el("span", r.label_en, cls="muted")])
-    arrow = {"higher": " ↑", "lower": " ↓"}.get(str(value_or(r.direction)), "")
+    arrow = {HIGHER: " ↑", LOWER: " ↓"}.get(str(value_or(r.direction)), "")
     commands = r.commands or []
     return [
         label,

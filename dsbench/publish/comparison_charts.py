@@ -10,6 +10,7 @@ from dsbench import compare
 from dsbench.publish import plots
 from dsbench.publish.facts import ci, finite, peak_share, short_run, side_row
 from dsbench.publish.html import Html, el
+from dsbench.records import HIGHER, LOWER
 
 if TYPE_CHECKING:
     from dsbench.publish.comparisons import AxisResult, Pairing
@@ -25,7 +26,7 @@ def ratio_figure(site: Site, p: Pairing, depth: int) -> Html | None:
     if not rows:
         return None
     labels = plots.case_labels([r.id for r in rows])
-    arrow = {"higher": " ↑", "lower": " ↓"}
+    arrow = {HIGHER: " ↑", LOWER: " ↓"}
     cases = [
         plots.RatioCase(f"{lab}{arrow.get(str(r.direction), '')}", r.ratio, r.low, r.high, r.change)
         for lab, r in zip(labels, rows, strict=True)

@@ -29,6 +29,7 @@ from dsbench.publish import plots
 from dsbench.publish.comparison_charts import comparison_charts, ratio_figure
 from dsbench.publish.facts import finite, prose, run_title
 from dsbench.publish.html import Html, el, join, link, table
+from dsbench.records import HIGHER
 from dsbench.results import Run
 
 if TYPE_CHECKING:
@@ -381,7 +382,7 @@ def comparison_table(p: Pairing) -> Html:
     labels = dict(zip(ids, plots.short_labels(ids), strict=True))
     common = plots.common_part(ids)
     for r in p.report.rows:
-        arrow = " ↑" if r.direction == "higher" else " ↓" if r.direction else ""
+        arrow = " ↑" if r.direction == HIGHER else " ↓" if r.direction else ""
         row = [
             el("span", labels[r.id], title=r.id),
             f"{r.unit}{arrow}",

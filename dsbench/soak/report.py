@@ -27,6 +27,7 @@ import math
 
 import numpy as np
 
+from dsbench.records import HIGHER, LOWER
 from dsbench.soak.run import Launch, Soak, same_loss
 from dsbench.stats import Summary, Trend, drift_verdict, summarize, trend
 from dsbench.suites.base import case_id
@@ -77,7 +78,7 @@ def _slope_row(name: str, params: dict, metric: str, unit: str, fit: dict) -> di
         params,
         metric,
         unit,
-        "lower",
+        LOWER,
         status="ok",
         value=s,
         samples=[s],
@@ -168,7 +169,7 @@ def drift_rows(soak: Soak, params: dict, warmup: int) -> list[dict]:
                 {**params, "rank": r},
                 "host RSS slope",
                 "MiB/1k steps",
-                "lower",
+                LOWER,
                 "interrupted",
                 "no samples: the soak stopped before the first",
             )
@@ -190,7 +191,7 @@ def drift_rows(soak: Soak, params: dict, warmup: int) -> list[dict]:
             why = f"{len(after)} sample(s) after the warm-up of {warmup} steps: need 3"
             rows.append(
                 _missing_row(
-                    "soak.memory", p, "host RSS slope", "MiB/1k steps", "lower", "skipped", why
+                    "soak.memory", p, "host RSS slope", "MiB/1k steps", LOWER, "skipped", why
                 )
             )
             continue
@@ -206,7 +207,7 @@ def drift_rows(soak: Soak, params: dict, warmup: int) -> list[dict]:
         fit = fit_drift(steps, ms, threshold=STEP_TIME_THRESHOLD, relative=True)
         rows.append(_slope_row("soak.step_time_drift", p, "step time slope", "%/1k steps", fit))
         rows.append(
-            _value_row("soak.step_time", p, "step time", "ms", "lower", ms, sample_steps=steps)
+            _value_row("soak.step_time", p, "step time", "ms", LOWER, ms, sample_steps=steps)
         )
     return rows
 
@@ -341,7 +342,7 @@ def fault_rows(outcome: dict, params: dict) -> list[dict]:
                 params,
                 "resume success",
                 "%",
-                "higher",
+                HIGHER,
                 "skipped",
                 "no restarts happened",
             )
@@ -353,7 +354,7 @@ def fault_rows(outcome: dict, params: dict) -> list[dict]:
                 params,
                 "resume success",
                 "%",
-                "higher",
+                HIGHER,
                 [rate],
                 attempted=outcome["resumes_attempted"],
                 identical=outcome["resumes_identical"],
@@ -368,16 +369,14 @@ def fault_rows(outcome: dict, params: dict) -> list[dict]:
                 params,
                 "failures detected and named",
                 "%",
-                "higher",
+                HIGHER,
                 [named],
                 injected=len(faults),
             )
         )
     times = [f["detection_s"] for f in faults if f["detection_s"] is not None]
     if times:
-        rows.append(
-            _value_row("soak.detection_time", params, "detection time", "s", "lower", times)
-        )
+        rows.append(_value_row("soak.detection_time", params, "detection time", "s", LOWER, times))
     if outcome["mtbf_hours"] is not None:
         rows.append(
             _value_row(
@@ -385,7 +384,7 @@ def fault_rows(outcome: dict, params: dict) -> list[dict]:
                 params,
                 "mean time between failures",
                 "h",
-                "higher",
+                HIGHER,
                 [outcome["mtbf_hours"]],
                 failures=len(outcome["real_failures"]),
             )
@@ -399,7 +398,7 @@ def anomaly_row(anomalies: dict, params: dict) -> dict:
         params,
         "loss anomalies",
         "count",
-        "lower",
+        LOWER,
         [float(anomalies["count"])],
         anomalies=anomalies,
     )

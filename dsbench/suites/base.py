@@ -14,7 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from dsbench.records import case_id  # noqa: F401  (re-exported: suites.case_id)
+from dsbench.records import (
+    HIGHER,
+    LOWER,
+    Direction,
+    case_id,  # noqa: F401  (re-exported: suites.case_id)
+)
 
 if TYPE_CHECKING:
     import torch
@@ -54,7 +59,7 @@ class Metric:
 
     name: str
     unit: str
-    direction: str  # "higher" or "lower" is better
+    direction: Direction  # which way is better
     value: Callable[[Work, float], float]
     peak: str | None = None
     description: str = ""
@@ -64,7 +69,7 @@ def time_ms() -> Metric:
     return Metric(
         name="time",
         unit="ms",
-        direction="lower",
+        direction=LOWER,
         value=lambda w, t: t * 1e3,
         description="median time per call",
     )
@@ -74,7 +79,7 @@ def gbps(name: str = "bandwidth", peak: str | None = "mem_bandwidth") -> Metric:
     return Metric(
         name=name,
         unit="GB/s",
-        direction="higher",
+        direction=HIGHER,
         value=lambda w, t: w.bytes / t / 1e9,
         peak=peak,
         description="bytes moved / time, 1 GB = 1e9 B",

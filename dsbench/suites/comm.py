@@ -16,6 +16,7 @@ extra on CPUs or GPUs (only denormals are slow), so data stays representative.
 from __future__ import annotations
 
 from dsbench.kernels import registry
+from dsbench.records import HIGHER
 from dsbench.suites.base import Benchmark, Case, Context, Metric, Skip, Work, time_ms
 
 MiB = 1024**2
@@ -120,7 +121,7 @@ def _metrics() -> tuple[Metric, ...]:
         Metric(
             name="busbw",
             unit="GB/s",
-            direction="higher",
+            direction=HIGHER,
             value=lambda w, t: w.wire_bytes / t / 1e9 * w.busbw_factor,
             peak="link_bandwidth",
             description="algbw x bus factor (nccl-tests)",
@@ -128,7 +129,7 @@ def _metrics() -> tuple[Metric, ...]:
         Metric(
             name="algbw",
             unit="GB/s",
-            direction="higher",
+            direction=HIGHER,
             value=lambda w, t: w.wire_bytes / t / 1e9,
             description="S / t (nccl-tests)",
         ),

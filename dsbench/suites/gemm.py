@@ -9,6 +9,7 @@ Inputs are random (never zeros: GPUs draw less power and clock higher on zeros).
 from __future__ import annotations
 
 from dsbench.kernels import registry
+from dsbench.records import HIGHER
 from dsbench.suites.base import (
     Benchmark,
     Case,
@@ -90,7 +91,7 @@ GEMM = Benchmark(
         Metric(
             name="throughput",
             unit="TFLOP/s",
-            direction="higher",
+            direction=HIGHER,
             value=lambda w, t: w.flops / t / 1e12,
             peak="flops:{dtype}",
             description="2*M*N*K / time",

@@ -15,6 +15,7 @@ writes are not counted.
 
 from __future__ import annotations
 
+from dsbench.records import HIGHER, LOWER
 from dsbench.suites.base import Benchmark, Case, Context, Metric, Work, dtype_bits, time_ms
 
 DECODE_WINDOW = 64
@@ -114,13 +115,13 @@ def _decode_setup(params: dict, ctx: Context) -> Case:
 
 
 def _tflops() -> Metric:
-    return Metric(name="tflops", unit="TFLOP/s", direction="higher",
+    return Metric(name="tflops", unit="TFLOP/s", direction=HIGHER,
                   value=lambda w, t: w.flops / t / 1e12, peak="flops:{dtype}",
                   description="2·N·tokens / t")  # fmt: skip
 
 
 def _tokens_per_s() -> Metric:
-    return Metric(name="tokens_per_s", unit="tokens/s", direction="higher",
+    return Metric(name="tokens_per_s", unit="tokens/s", direction=HIGHER,
                   value=lambda w, t: w.tokens / t)  # fmt: skip
 
 
@@ -134,7 +135,7 @@ DECODE = Benchmark(
         Metric(
             name="ms_per_token",
             unit="ms/token",
-            direction="lower",
+            direction=LOWER,
             value=lambda w, t: t * 1e3 / w.items,
             description="step time per new token",
         ),

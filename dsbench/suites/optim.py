@@ -11,6 +11,7 @@ back), whether or not an implementation actually writes it.
 from __future__ import annotations
 
 from dsbench.kernels import registry
+from dsbench.records import HIGHER
 from dsbench.suites.base import (
     Benchmark,
     Case,
@@ -118,7 +119,7 @@ ADAMW = Benchmark(
         Metric(
             name="params_per_s",
             unit="Gparam/s",
-            direction="higher",
+            direction=HIGHER,
             value=lambda w, t: w.items / t / 1e9,
             description="parameters updated per second",
         ),

@@ -73,6 +73,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from dsbench.records import HIGHER
 from dsbench.suites.base import Benchmark, Case, Context, Metric, Skip, Work, time_ms
 
 STAGES = (1, 2, 3)
@@ -436,7 +437,7 @@ def _offload_note(cfg, gpu: bool) -> str:
 STEP_EFFICIENCY = Metric(
     name="step_efficiency",
     unit="fraction",
-    direction="higher",
+    direction=HIGHER,
     value=lambda w, t: w.floor_s / t,
     description="the rank's compute-only floor / step time (dsbench.suites.step_floor); "
     "0 where the floor was not measured",
@@ -453,20 +454,20 @@ TRAINING = Benchmark(
         Metric(
             name="samples_per_s",
             unit="samples/s",
-            direction="higher",
+            direction=HIGHER,
             value=lambda w, t: w.items / t,
             description="train_batch_size / step time",
         ),
         Metric(
             name="tokens_per_s",
             unit="tokens/s",
-            direction="higher",
+            direction=HIGHER,
             value=lambda w, t: w.tokens / t,
         ),
         Metric(
             name="tflops_per_rank",
             unit="TFLOP/s",
-            direction="higher",
+            direction=HIGHER,
             value=lambda w, t: w.flops / t / 1e12,
             peak="flops:{dtype}",
             description="6·N·T·batch / t / world; % of peak = MFU",

@@ -46,7 +46,7 @@ from dsbench.publish.claims.data import (
     Claim,
 )
 from dsbench.publish.claims.load import _all_param_keys, selector_problem
-from dsbench.records import ClaimCheck, MetricValue, Row, value_or
+from dsbench.records import HIGHER, LOWER, ClaimCheck, MetricValue, Row, value_or
 from dsbench.results import Run
 from dsbench.values import is_number
 
@@ -133,9 +133,9 @@ def _field_direction(claim: Claim) -> str:
 
     m = claim.dsbench
     if m.field.startswith(MEMORY_FIELD):
-        return "lower"
+        return LOWER
     if m.field == "pct_of_peak":
-        return "higher"
+        return HIGHER
     bench = BENCHMARKS[m.benchmark]
     return next(x.direction for x in bench.metrics if x.name == m.metric)
 
