@@ -50,7 +50,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from dsbench.records import HIGHER, LOWER, OK, Direction, Round, Row, case_id
+from dsbench.records import HIGHER, LOWER, OK, Direction, Round, Row, RunRecord, case_id
 from dsbench.results import SCHEMA, SCHEMA_VERSION, ResultFileError, Run, validate
 
 ASV_API_VERSION = 2
@@ -318,16 +318,16 @@ def read_asv_run(
         "asv_env": env_name,
         "env_vars": data.get("env_vars") or {},
     }
-    doc = {
-        "schema": SCHEMA,
-        "schema_version": SCHEMA_VERSION,
-        "run_id": f"asv-{commit[:8]}-{env_name}",
-        "created": _iso(when) if isinstance(when, int | float) else "1970-01-01T00:00:00+00:00",
-        "machine": machine,
-        "label": None,
-        "suite": "asv",
-        "source": "asv",
-        "asv": {
+    doc = RunRecord(
+        schema=SCHEMA,
+        schema_version=SCHEMA_VERSION,
+        run_id=f"asv-{commit[:8]}-{env_name}",
+        created=_iso(when) if isinstance(when, int | float) else "1970-01-01T00:00:00+00:00",
+        machine=machine,
+        label=None,
+        suite="asv",
+        source="asv",
+        asv={
             "env_name": env_name,
             "file": str(path.relative_to(root)),
             "results_dir": str(root),
@@ -337,14 +337,20 @@ def read_asv_run(
             "existing_env": existing,
             "machine_params": params,
         },
-        "env": env,
-        "benchmarks": [r.to_json() for r in rows],
-    }
+        env=env,
+        benchmarks=tuple(rows),
+        key_order=ASV_RUN_KEYS,
+    ).to_json()
     try:
-        typed = validate(doc, str(path))
+        record = validate(doc, str(path))
     except ResultFileError as exc:
         raise AsvFileError(str(exc)) from None
-    return Run(path=path, doc=doc, _rows={r.id: r for r in typed})
+    return Run(path=path, doc=doc, record=record)
+
+
+ASV_RUN_KEYS = ("schema", "schema_version", "run_id", "created", "machine", "label", "suite",
+                "source", "asv", "env", "benchmarks")  # fmt: skip
+"""The order of an asv run's keys (its ``doc``), as this reader has always given them."""
 
 
 def load_asv_runs(root: Path | str, warn: Callable[[str], None]) -> list[Run]:

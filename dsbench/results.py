@@ -4,8 +4,10 @@ Layout: ``<results>/<machine>/<run_id>[-<label>].json``. Each document carries `
 format's name) and ``schema_version``; :data:`MIGRATIONS` upgrades older versions on load, one
 step at a time, so old files keep working. A file that is corrupt, foreign or from a newer
 dsbench is reported in one line naming it and skipped; every other file still loads. Reading
-never modifies anything. Migrations work on the raw JSON; then each row must make a
-:class:`dsbench.records.Row` (:attr:`Run.rows` gives them typed, :attr:`Run.benchmarks` as JSON).
+never modifies anything. Migrations work on the raw JSON; then the document must make a
+:class:`dsbench.records.RunRecord` and each row a :class:`dsbench.records.Row` (:attr:`Run.record`
+gives the run typed, :attr:`Run.rows` its rows, :attr:`Run.doc` and :attr:`Run.benchmarks` the
+JSON).
 
 Schema versions: 1, the first; 2 adds ``source``, the tool that measured the run (``dsbench`` or
 ``asv``, :data:`SOURCES`); 3 adds rounds: each ``ok`` row's ``rounds`` partitions its samples
@@ -47,10 +49,7 @@ SCHEMA = "dsbench-result"
 SCHEMA_VERSION = 3
 STATUSES = records.STATUSES
 DIRECTIONS = records.DIRECTIONS
-SOURCES = ("dsbench", "asv")
-"""Which tool measured a run (``doc["source"]``, schema 2 on): ``dsbench run`` writes
-``"dsbench"``; :mod:`dsbench.asv_results` gives the runs it converts from asv's files ``"asv"``.
-Publish groups, labels and links runs by it (an asv run's page points at asv's own)."""
+SOURCES = records.SOURCES
 
 
 def _v1_to_v2(doc: dict) -> dict:
@@ -75,17 +74,8 @@ def _v2_to_v3(doc: dict) -> dict:
 MIGRATIONS: dict[int, Callable[[dict], dict]] = {1: _v1_to_v2, 2: _v2_to_v3}
 """``MIGRATIONS[v](doc)`` turns a version-``v`` document into a version ``v + 1`` one."""
 
-REQUIRED_RUN_FIELDS = {
-    "source": str,
-    "run_id": str,
-    "created": str,
-    "machine": str,
-    "env": dict,
-    "benchmarks": list,
-}
-OPTIONAL_RUN_FIELDS = {"label": str, "suite": str, "purpose": str, "profile": dict,
-                       "launches": list}  # fmt: skip
-"""Absent or null, or of this type: selectors, compare and publish read them."""
+REQUIRED_RUN_FIELDS = records.REQUIRED_RUN_FIELDS
+OPTIONAL_RUN_FIELDS = records.OPTIONAL_RUN_FIELDS
 ASV_DIR = "asv"
 ASV_HTML_DIR = "asv-html"
 """``asv publish`` writes its site here (``html_dir`` in asv.conf.json); its JSON is not ours."""
@@ -121,11 +111,11 @@ def write_run(doc: dict, root: Path | str | None = None, path: Path | str | None
 
     ``path`` names the file exactly; otherwise ``<root>/<machine>/<run_id>[-label].json``.
     """
-    validate(doc, "<new run>")
+    run = validate(doc, "<new run>")
     if path is None:
         root = Path(root) if root is not None else default_results_dir()
-        name = doc["run_id"] + (f"-{slug(doc['label'])}" if doc.get("label") else "") + ".json"
-        path = root / doc["machine"] / name
+        name = run.run_id + (f"-{slug(run.label)}" if run.label else "") + ".json"
+        path = root / run.machine / name
     path = Path(path)
     if path.exists():
         raise UsageError(f"{path} already exists; dsbench never overwrites a result file")
@@ -165,36 +155,13 @@ def _json_default(obj):
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
-def validate(doc: dict, where: str) -> list[records.Row]:
+def validate(doc: dict, where: str) -> records.RunRecord:
     """Check the fields every reader relies on; raise ResultFileError naming the first problem.
-    Returns the rows, typed."""
-    for key, typ in (REQUIRED_RUN_FIELDS | OPTIONAL_RUN_FIELDS).items():
-        if key in OPTIONAL_RUN_FIELDS and doc.get(key) is None:
-            continue
-        if key not in doc:
-            raise ResultFileError(f"{where}: missing field '{key}'")
-        if not isinstance(doc[key], typ):
-            raise ResultFileError(
-                f"{where}: field '{key}' should be {typ.__name__}, got {type(doc[key]).__name__}"
-            )
-    if doc["source"] not in SOURCES:
-        raise ResultFileError(
-            f"{where}: source '{doc['source']}' is not one of {', '.join(SOURCES)}"
-        )
-    stopped = doc.get("interrupted")
-    if stopped is not None and not (
-        isinstance(stopped, dict)
-        and isinstance(stopped.get("signal"), str)
-        and isinstance(stopped.get("finished"), int)
-    ):
-        raise ResultFileError(f"{where}: 'interrupted' is not {{signal, finished}}")
-    rows = []
-    for i, row in enumerate(doc["benchmarks"]):
-        try:
-            rows.append(records.Row.from_json(row))
-        except records.RecordError as exc:
-            raise ResultFileError(f"{where}: benchmarks[{i}] {exc}") from None
-    return rows
+    Returns the run, typed."""
+    try:
+        return records.RunRecord.from_json(doc)
+    except records.RecordError as exc:
+        raise ResultFileError(f"{where}: {exc}") from None
 
 
 def row_rounds(row: records.Row | dict, unit: str = "launch") -> list[list[float]]:
@@ -227,34 +194,35 @@ def migrate(doc: dict, where: str) -> dict:
 
 @dataclass
 class Run:
-    """A loaded result file."""
+    """A loaded result file: its JSON (``doc``, migrated) and the same run typed (``record``)."""
 
     path: Path
     doc: dict
+    record: records.RunRecord = field(repr=False)
     migrated_from: int | None = None
     _fields: dict | None = field(default=None, repr=False)
     _rows: dict[str, records.Row] | None = field(default=None, repr=False)
 
     @property
     def id(self) -> str:
-        return self.doc["run_id"]
+        return self.record.run_id
 
     @property
     def created(self) -> str:
-        return self.doc["created"]
+        return self.record.created
 
     @property
     def label(self) -> str | None:
-        return self.doc.get("label")
+        return records.value_or(self.record.label)
 
     @property
     def machine(self) -> str:
-        return self.doc["machine"]
+        return self.record.machine
 
     @property
     def source(self) -> str:
         """The tool that measured the run: one of :data:`SOURCES`."""
-        return self.doc["source"]
+        return self.record.source
 
     @property
     def benchmarks(self) -> dict[str, dict]:
@@ -265,19 +233,18 @@ class Run:
     def rows(self) -> dict[str, records.Row]:
         """The rows by id, typed (keyed like :attr:`benchmarks`)."""
         if self._rows is None:
-            self._rows = {r.id: r for r in map(records.Row.from_json, self.doc["benchmarks"])}
+            self._rows = {r.id: r for r in self.record.rows}
         return self._rows
 
     @property
     def fields(self) -> dict[str, str | None]:
         """Flat fields for selectors: the environment's summary plus run-level facts."""
         if self._fields is None:
-            f = dict(records.summary_fields(self.doc["env"]))
-            f.update(
-                label=self.label, suite=self.doc.get("suite"), run=self.id, machine=self.machine
-            )
-            if (self.doc.get("profile") or {}).get("name"):
-                f["profile"] = self.doc["profile"]["name"]
+            f = dict(records.summary_fields(self.record.env))
+            suite = records.value_or(self.record.suite)
+            f.update(label=self.label, suite=suite, run=self.id, machine=self.machine)
+            if (records.value_or(self.record.profile) or {}).get("name"):
+                f["profile"] = self.record.profile["name"]
             self._fields = f
         return self._fields
 
@@ -302,9 +269,9 @@ def read_run(path: Path | str) -> Run:
         raise ResultFileError(f'{path}: not a dsbench result file (no "schema": "{SCHEMA}")')
     original = doc.get("schema_version")
     doc = migrate(doc, str(path))
-    rows = validate(doc, str(path))
-    return Run(path=path, doc=doc, migrated_from=original if original != SCHEMA_VERSION else None,
-               _rows={r.id: r for r in rows})  # fmt: skip
+    record = validate(doc, str(path))
+    migrated_from = original if original != SCHEMA_VERSION else None
+    return Run(path=path, doc=doc, record=record, migrated_from=migrated_from)
 
 
 def is_asv_file(path: Path, root: Path) -> bool:

@@ -21,6 +21,8 @@ def test_round_trip(tmp_path):
     assert path == tmp_path / "testbox" / "20261130T000000Z-aaaaaa-base-line.json"
     run = results.read_run(path)
     assert run.doc == doc
+    assert run.record.to_json() == doc and list(run.record.to_json()) == list(doc)
+    assert run.rows == {r.id: r for r in run.record.rows} and run.record.label == "base line"
     assert (run.id, run.label, run.machine) == (doc["run_id"], "base line", "testbox")
     assert run.benchmarks["adamw[params=1]"]["samples"] == [1.0, 2.0, 3.0]
     assert not list(path.parent.glob(".tmp-*")), "temporary file left behind"
@@ -132,7 +134,10 @@ def test_runner_writes_the_current_schema_and_source():
         argv=[],
     )
     assert (doc["schema_version"], doc["source"]) == (results.SCHEMA_VERSION, "dsbench")
-    results.validate(doc, "<new run>")
+    assert list(doc) == ["schema", "schema_version", "source", "run_id", "created", "finished",
+                         "wall_s", "machine", "label", "suite", "argv", "env", "profile",
+                         "launches", "benchmarks"]  # fmt: skip
+    assert results.validate(doc, "<new run>").to_json() == doc
 
 
 @pytest.mark.parametrize(
