@@ -48,7 +48,7 @@ from pathlib import Path
 
 from dsbench import results
 from dsbench.errors import UsageError, choices_message
-from dsbench.records import UNSET, MetricValue, Round, Row, value_or
+from dsbench.records import UNSET, MetricValue, Round, Row, RunRecord, value_or
 
 KINDS = ("commit", "python", "deepspeed", "asv-env", "current")
 AXES = {
@@ -443,20 +443,16 @@ def merge_launches(launches: list[Launch], **extra) -> dict:
     from dsbench.stats import centre, summarize
 
     runs = [la.run for la in launches]
-    docs = [run.doc for run in runs]
-    first = docs[0]
+    first = runs[0].record
     ids = list(dict.fromkeys(bid for run in runs for bid in run.rows))
     rows = []
     for bid in ids:
         per = [(k, run.rows.get(bid)) for k, run in enumerate(runs)]
-        rows.append(_merge_row(per, centre, summarize, max_over).to_json())
+        rows.append(_merge_row(per, centre, summarize, max_over))
     finished = datetime.now(UTC)
-    doc = {
-        key: first[key]
-        for key in ("schema", "source", "machine", "suite", "env", "profile")
-        if key in first
-    }
-    doc.update(
+    known = RunRecord.json_fields()
+    return RunRecord(
+        **{key: getattr(first, key) for key in FIRST_LAUNCH_KEYS},  # UNSET: not in first
         schema_version=results.SCHEMA_VERSION,
         run_id=results.new_run_id(datetime.fromisoformat(launches[0].started)),
         created=launches[0].started,
@@ -469,16 +465,24 @@ def merge_launches(launches: list[Launch], **extra) -> dict:
                 "wall_s": round(la.wall_s, 3),
                 "order": la.order,
                 "run_id": la.run.id,
-                "argv": la.run.doc.get("argv"),
+                "argv": value_or(la.run.record.argv),
             }
             for la in launches
         ],
-        benchmarks=rows,
-        **extra,
-    )
-    if "soak" in first:  # each round's soak: its faults, restarts and launches
-        doc["soak_rounds"] = [d["soak"] for d in docs]
-    return doc
+        benchmarks=tuple(rows),
+        **{k: v for k, v in extra.items() if k in known},
+        # each round's soak: its faults, restarts and launches
+        soak_rounds=[run.record.soak for run in runs] if first.soak is not UNSET else UNSET,
+        extra={k: v for k, v in extra.items() if k not in known},
+        key_order=(*MERGED_RUN_KEYS, *extra, "soak_rounds"),
+    ).to_json()
+
+
+FIRST_LAUNCH_KEYS = ("schema", "source", "machine", "suite", "env", "profile")
+"""What a merged run keeps of its first launch's header (those it has)."""
+MERGED_RUN_KEYS = (*FIRST_LAUNCH_KEYS, "schema_version", "run_id", "created", "finished",
+                   "wall_s", "argv", "launches", "benchmarks")  # fmt: skip
+"""The order of a merged run's keys (then ``merge_launches``' keywords and ``soak_rounds``)."""
 
 
 HEADER_KEYS = ("id", "name", "params", "metric", "unit", "direction")

@@ -22,7 +22,7 @@ import torch
 from dsbench import results
 from dsbench.errors import UsageError
 from dsbench.memory import host_rss, release_freed
-from dsbench.records import OK, UNSET, MetricValue, Peak, Round, Row, value_or
+from dsbench.records import OK, UNSET, MetricValue, Peak, Round, Row, RunRecord, value_or
 from dsbench.stats import Summary, summarize
 from dsbench.suites import BENCHMARKS, Benchmark, Case, Context, Skip, case_id
 from dsbench.timing import Measurement, TimingConfig, measure, merge
@@ -475,20 +475,20 @@ def new_run_doc(
     argv: list[str] | None = None,
 ) -> dict:
     finished = datetime.now(UTC)
-    return {
-        "schema": results.SCHEMA,
-        "schema_version": results.SCHEMA_VERSION,
-        "source": "dsbench",
-        "run_id": results.new_run_id(started),
-        "created": started.isoformat(timespec="seconds"),
-        "finished": finished.isoformat(timespec="seconds"),
-        "wall_s": round((finished - started).total_seconds(), 3),
-        "machine": results.machine_name(),
-        "label": label,
-        "suite": suite,
-        "argv": argv if argv is not None else sys.argv[1:],
-        "env": env,
-        "profile": profile.to_dict(),
-        "launches": [{"started": started.isoformat(timespec="seconds"), "pid": os.getpid()}],
-        "benchmarks": rows,
-    }
+    return RunRecord(
+        schema=results.SCHEMA,
+        schema_version=results.SCHEMA_VERSION,
+        source="dsbench",
+        run_id=results.new_run_id(started),
+        created=started.isoformat(timespec="seconds"),
+        finished=finished.isoformat(timespec="seconds"),
+        wall_s=round((finished - started).total_seconds(), 3),
+        machine=results.machine_name(),
+        label=label,
+        suite=suite,
+        argv=argv if argv is not None else sys.argv[1:],
+        env=env,
+        profile=profile.to_dict(),
+        launches=[{"started": started.isoformat(timespec="seconds"), "pid": os.getpid()}],
+        benchmarks=tuple(map(Row.from_json, rows)),
+    ).to_json()
