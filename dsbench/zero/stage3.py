@@ -140,10 +140,11 @@ class Stage3:
         16 MiB gather took). The pool plays the caching allocator's part: the memory stays
         with the process, as the peak held it anyway. A buffer that anything else still
         references (a view autograd saved) is left to be freed instead."""
-        if self.device.type != "cpu":
+        use_count = getattr(torch._C, "_storage_Use_Count", None)  # private: may go away
+        if self.device.type != "cpu" or use_count is None:
             return
         # the references: ``buffer`` and the storage object asked for its count
-        if torch._C._storage_Use_Count(buffer.untyped_storage()._cdata) > 2:
+        if use_count(buffer.untyped_storage()._cdata) > 2:
             return
         self._gather_pool.setdefault(buffer.numel(), []).append(buffer)
 
