@@ -69,6 +69,11 @@ class Impl:
     description: str
     check: Callable[[str], tuple[bool, str]] = field(default=_always, compare=False)
     """``check(device) -> (can_run, why_not)`` for device ``cpu``/``cuda``."""
+    buffers: str | None = None
+    """Collectives only: the module that allocates buffers they read in place, or None. It has
+    ``replicated_zeros(numel, dtype, group)`` (all-gather output), ``symmetric_zeros(numel,
+    dtype, group)`` (reduce-scatter input), each returning a tensor or None, and
+    ``fence(group)``; see ``kernels/shm.py``."""
 
     def available(self, device: str) -> tuple[bool, str]:
         try:
@@ -79,6 +84,10 @@ class Impl:
     def load(self) -> Callable:
         module, _, attr = self.target.partition(":")
         return getattr(importlib.import_module(module), attr)
+
+    def load_buffers(self):
+        """The module of :attr:`buffers`, or None."""
+        return importlib.import_module(self.buffers) if self.buffers else None
 
 
 _REGISTRY: dict[str, dict[str, Impl]] = {op: {} for op in OPS}

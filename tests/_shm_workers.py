@@ -208,3 +208,42 @@ def late_peer(payload, *, device, send):
             send(str(exc))
     else:
         time.sleep(payload["away_s"])
+
+
+def zero_copy(payload, *, device, send):
+    """The zero-copy buffers (``symmetric_zeros``, ``replicated_zeros``): a reduce-scatter from
+    a symmetric buffer equals the copying path's bit for bit (rank-order sums, fp32, bf16, a
+    slice at an offset, uneven sizes), an all-gather into a replicated buffer gives every rank
+    the whole tensor, and the input may be overwritten as soon as the reduce-scatter returns.
+    Sends ``{"failures": [...], "checks": N}``."""
+    rank, world = dist.get_rank(), dist.get_world_size()
+    failures, checks = [], 0
+    for dtype, per_rank, offset in ((torch.float32, 1000, 0), (torch.bfloat16, 777, 5),
+                                    (torch.float32, 100_003, 3)):  # fmt: skip
+        n = world * per_rank
+        xs = inputs(7 + per_rank, list(range(world)), n, dtype)
+        sym = shm.symmetric_zeros(offset + n + 11, dtype)
+        place = sym[offset : offset + n]
+        place.copy_(xs[rank])
+        got = torch.full((per_rank,), float("nan"), dtype=dtype)
+        shm.reduce_scatter(got, place)
+        place.fill_(float("nan"))  # the peers have read it: the call waited for them
+        copied = torch.empty(per_rank, dtype=dtype)
+        shm.reduce_scatter(copied, xs[rank].clone())  # the copying path (plain memory)
+        mine = rank_order_sum(xs)[rank * per_rank : (rank + 1) * per_rank]
+        name = f"zero-copy reduce_scatter {dtype} {world}x{per_rank} at +{offset}"
+        failures += [
+            f for f in (check_bitwise(name + " vs rank order", got, mine),
+                        check_bitwise(name + " vs copying path", got, copied)) if f
+        ]  # fmt: skip
+        checks += 2
+        rep = shm.replicated_zeros(offset + n, dtype)
+        full = rep[offset : offset + n]
+        shm.fence()  # nobody reads it while the slices are written
+        full[rank * per_rank : (rank + 1) * per_rank].copy_(xs[rank][:per_rank])
+        shm.allgather(full, full[rank * per_rank : (rank + 1) * per_rank])
+        expected = torch.cat([x[:per_rank] for x in xs])
+        f = check_bitwise(f"replicated allgather {dtype} {world}x{per_rank}", full, expected)
+        failures += [f] if f else []
+        checks += 1
+    send({"rank": rank, "failures": failures, "checks": checks})

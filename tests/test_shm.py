@@ -39,19 +39,25 @@ def test_shm_is_registered_for_every_collective_on_cpu_only():
         assert impl.load() is getattr(shm, op)
 
 
-@pytest.mark.parametrize("world", [2, 3])
-def test_every_cpu_allgather_works_in_place(world):
-    """The engine all-gathers a bucket with the rank's own slice of the output as the input (no
-    copy of it first): every registered CPU implementation must give the whole tensor then."""
+def _every_rank(worker: str, world: int) -> dict:
+    """What each rank sent from ``tests._shm_workers.<worker>``, checking that all did."""
     got = {}
     spawn_ranks(
-        "tests._shm_workers:allgather_in_place",
+        f"tests._shm_workers:{worker}",
         world,
         None,
         on_message=lambda rank, msg: got.__setitem__(rank, msg),
         timeout_s=240,
     )
     assert sorted(got) == list(range(world))
+    return got
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_every_cpu_allgather_works_in_place(world):
+    """The engine all-gathers a bucket with the rank's own slice of the output as the input (no
+    copy of it first): every registered CPU implementation must give the whole tensor then."""
+    got = _every_rank("allgather_in_place", world)
     for rank, results in got.items():
         assert set(results) >= {"native", "ring", "shm"}, results
         assert all(v is True for v in results.values()), (rank, results)
@@ -71,3 +77,12 @@ def test_a_peer_that_never_arrives_ends_the_barrier_naming_it():
         collective_timeout_s=2,
     )
     assert "rank(s) [1]" in got[0] and "within 2 s" in got[0], got
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_zero_copy_buffers_give_the_copying_paths_bits(world):
+    """The buffers that the collectives read in place (kernels/shm.py, "Zero-copy buffers")."""
+    got = _every_rank("zero_copy", world)
+    failures = [f for rank in sorted(got) for f in got[rank]["failures"]]
+    assert not failures, "\n".join(failures)
+    assert all(msg["checks"] == 9 for msg in got.values())

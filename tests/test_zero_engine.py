@@ -119,6 +119,28 @@ def test_fp16_with_dynamic_loss_scaling(two_ranks, index):
     assert _max_err(result) <= FP16_ATOL
 
 
+SHM = dict.fromkeys(("allreduce", "reduce_scatter", "allgather"), "shm")
+SHM_CASES = [
+    dataclasses.replace(
+        BASE, stage=stage, overlap_comm=overlap, grad_accum=2, gradient_clipping=0.05, kernels=SHM
+    )
+    for stage, overlap in itertools.product((1, 2, 3), (False, True))
+] + [dataclasses.replace(BASE, stage=stage, dtype=torch.bfloat16, kernels=SHM) for stage in (1, 2)]
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_shm_zero_copy_matches_single_process_adamw(world):
+    """With shm collectives, stages 1-2 keep their parameters in one buffer every rank maps and
+    their gradients where the reduce-scatter reads them (kernels/shm.py, "Zero-copy buffers"):
+    the same results as single-process AdamW, and the zero-copy layout was really used."""
+    got = _run(world, SHM_CASES)
+    for index, case in enumerate(SHM_CASES):
+        result = got[index]
+        assert result["params_replicated"] == (case.stage in (1, 2)), (index, case.stage)
+        bound = 1e-5 if case.dtype == torch.float32 else BF16_ATOL
+        assert _max_err(result) <= bound, (index, case.stage, case.dtype)
+
+
 def test_fp16_overflow_skips_steps_and_lowers_the_scale():
     """A 2**40 scale overflows fp16 gradients: those steps are skipped on every rank (weights
     untouched), the scale halves after `hysteresis` overflows, then training proceeds."""

@@ -308,6 +308,7 @@ def load_checkpoint(engine, directory: str | Path, tag: str | None = None) -> di
     if shard["master"].numel() != sum(b.owned for b in engine._all_owned()):
         raise CheckpointError(f"{held}: rank {engine.rank}'s shard has the wrong size")
     start = 0
+    engine._before_param_writes()  # a master may be a slice of parameters other ranks read
     for b in engine._all_owned():
         sl = slice(start, start + b.owned)
         with torch.no_grad():

@@ -55,6 +55,11 @@ class Comm:
         self._allreduce = registry.get("allreduce", impls.get("allreduce")).load()
         self._reduce_scatter = registry.get("reduce_scatter", impls.get("reduce_scatter")).load()
         self._allgather = registry.get("allgather", impls.get("allgather")).load()
+        # what allocates buffers the collectives read in place (shm), per kind; None: nothing
+        self._buffers = {
+            "replicated": registry.get("allgather", impls.get("allgather")).load_buffers(),
+            "symmetric": registry.get("reduce_scatter", impls.get("reduce_scatter")).load_buffers(),
+        }
         self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="dsbench-comm")
         self._stream = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
 
@@ -81,6 +86,24 @@ class Comm:
 
     def allgather(self, output: torch.Tensor, input: torch.Tensor) -> Handle:
         return self._submit(lambda: self._allgather(output, input, group=self.group))
+
+    def shared_zeros(self, kind: str, numel: int, dtype: torch.dtype) -> torch.Tensor | None:
+        """A zero-filled buffer that the collectives read in place (collective, waited for):
+        ``replicated`` (one copy every rank maps; an all-gather into it moves nothing) or
+        ``symmetric`` (this rank's of one per rank; a reduce-scatter from it copies nothing in),
+        see ``kernels/shm.py``. None where the implementation has none (native, ring, GPUs)."""
+        buffers = self._buffers[kind]
+        if buffers is None or self.device.type != "cpu":
+            return None
+        made = []
+        alloc = getattr(buffers, f"{kind}_zeros")
+        self._submit(lambda: made.append(alloc(numel, dtype, self.group))).wait()
+        return made[0]
+
+    def fence(self) -> Handle:
+        """Every rank reaches this point (ordered with the collectives): before writing a
+        replicated buffer (:meth:`shared_zeros`) that other ranks may still read."""
+        return self._submit(lambda: self._buffers["replicated"].fence(self.group))
 
     def call(self, fn: Callable[[], object]) -> Handle:
         """Any other collective (e.g. a norm or overflow all-reduce), in the same order."""

@@ -128,6 +128,7 @@ class ZeroEngine(Stage3):
         self.buckets: list[Bucket] = []
         self.flat_params: torch.Tensor | None = None
         self.flat_grads: torch.Tensor | None = None
+        self._params_replicated = False  # flat_params is one copy every rank maps (shm)
         # stage 3: partitioned modules, their first-forward order (for prefetching), and
         # whether that order is still being recorded (the first forward)
         self.units: list[Unit] = []
@@ -225,12 +226,29 @@ class ZeroEngine(Stage3):
             for g in self._split(params, max(1, s.reduce_bucket_size))
         ]
         total = sum(b.padded for b in self.buckets)
-        self.flat_params = torch.zeros(total, dtype=self.dtype, device=self.device)
+        # Stages 1-2 on collectives that read buffers in place (shm on CPUs): the parameters are
+        # one copy every rank maps, so the all-gather after the step moves nothing, and the flat
+        # gradients sit where the reduce-scatter reads them without copying them in first
+        zero_copy = s.stage in (1, 2) and not (s.offload_optimizer or s.offload_param)
+        shared = self.comm.shared_zeros("replicated", total, self.dtype) if zero_copy else None
+        self._params_replicated = shared is not None
+        self.flat_params = (
+            shared
+            if shared is not None
+            else torch.zeros(total, dtype=self.dtype, device=self.device)
+        )
         self.flat_grads = None
         if s.stage <= 2 and s.contiguous_gradients:
             # Gradients accumulate in place into one flat buffer (each parameter's .grad is a
             # view). Stage 2 reduces it every micro-step and zeroes each bucket once reduced.
-            self.flat_grads = torch.zeros(total, dtype=self.dtype, device=self.device)
+            shared = None
+            if zero_copy and s.reduce_scatter:
+                shared = self.comm.shared_zeros("symmetric", total, self.dtype)
+            self.flat_grads = (
+                shared
+                if shared is not None
+                else torch.zeros(total, dtype=self.dtype, device=self.device)
+            )
         start = 0
         for b in self.buckets:
             b.start = start
@@ -241,6 +259,14 @@ class ZeroEngine(Stage3):
             if self.flat_grads is not None:
                 b.bind(self.flat_grads[start : start + b.padded], "grad")
             start += b.padded
+        if self._params_replicated:  # every rank wrote the same weights; nobody reads early
+            self.comm.fence().wait()
+
+    def _before_param_writes(self) -> None:
+        """Replicated parameters (one copy per host): wait until no rank still reads them (its
+        forward and backward are done) before any rank writes its updated slice."""
+        if self._params_replicated:
+            self.comm.fence().wait()
 
     # ------------------------------------------------------------------ optimizer state
 
@@ -437,6 +463,7 @@ class ZeroEngine(Stage3):
         if s.loss_scaler is not None:
             applied = s.loss_scaler.update(overflow)
         if applied and not overflow:
+            self._before_param_writes()
             if s.gradient_clipping:
                 norm = float(sq.sqrt())
                 coef = s.gradient_clipping / (norm + 1e-6)
