@@ -22,15 +22,26 @@ def batch(step: int, micro: int, rank: int, n: int) -> tuple[torch.Tensor, torch
     return torch.randn(n, IN, generator=g), torch.randn(n, OUT, generator=g)
 
 
-def loss_fn(model, x, y):
+def loss_fn(model, x, y, skip_norm: bool = False):
+    """MSE of the model's output; ``skip_norm``: without the LayerNorm (its parameters get no
+    gradient from this micro-step)."""
+    if skip_norm:
+        return nn.functional.mse_loss(model[3](model[1](model[0](x))), y)
     return nn.functional.mse_loss(model(x), y)
 
 
 def reference(
-    settings: ZeroSettings, steps: int, world: int, micro_bs: int, scheduler: dict | None = None
+    settings: ZeroSettings,
+    steps: int,
+    world: int,
+    micro_bs: int,
+    scheduler: dict | None = None,
+    skip: frozenset = frozenset(),
 ) -> dict:
     """Single process, fp32, torch.optim.AdamW on the global batch; ``scheduler`` (a ds_config
-    ``scheduler`` section): DeepSpeed's own scheduler class, stepped after each optimizer step."""
+    ``scheduler`` section): DeepSpeed's own scheduler class, stepped after each optimizer step;
+    ``skip``: the (step, micro-step) pairs whose loss leaves out the LayerNorm (a parameter
+    without a gradient for a whole step counts as a zero gradient, as in ZeRO engines)."""
     model = make_model()
     opt = torch.optim.AdamW(
         model.parameters(),
@@ -47,10 +58,11 @@ def reference(
         scheduler = getattr(lr_schedules, scheduler["type"])(opt, **scheduler["params"])
     losses = []
     for step in range(steps):
-        opt.zero_grad()
+        opt.zero_grad(set_to_none=False)
         for micro in range(settings.grad_accum):
             xs, ys = zip(*(batch(step, micro, r, micro_bs) for r in range(world)), strict=True)
-            loss = loss_fn(model, torch.cat(xs), torch.cat(ys)) / settings.grad_accum
+            skip_norm = (step, micro) in skip
+            loss = loss_fn(model, torch.cat(xs), torch.cat(ys), skip_norm) / settings.grad_accum
             loss.backward()
             losses.append(loss.item() * settings.grad_accum)
         if settings.gradient_clipping:
@@ -68,13 +80,15 @@ def train(payload, *, device, send):
     steps, micro_bs = payload["steps"], payload["micro_bs"]
     rank, world = dist.get_rank(), dist.get_world_size()
     schedulers = payload.get("schedulers") or [None] * len(payload["cases"])
+    skip = frozenset(payload.get("skip", ()))
     for index, settings in enumerate(payload["cases"]):
         model = make_model(seed=rank)  # different init per rank: the engine broadcasts rank 0's
         engine = ZeroEngine(model, settings)
         for step in range(steps):
             for micro in range(settings.grad_accum):
                 x, y = batch(step, micro, rank, micro_bs)
-                loss = loss_fn(engine.module, x.to(settings.dtype), y.to(settings.dtype))
+                x, y = x.to(settings.dtype), y.to(settings.dtype)
+                loss = loss_fn(engine.module, x, y, (step, micro) in skip)
                 engine.backward(loss)
                 engine.step()
         state = engine.full_state_dict()
@@ -86,7 +100,7 @@ def train(payload, *, device, send):
         }
         engine.destroy()
         if rank == 0:
-            ref = reference(settings, steps, world, micro_bs, schedulers[index])
+            ref = reference(settings, steps, world, micro_bs, schedulers[index], skip)
             send({"index": index, "state": state, "reference": ref, **counts})
 
 
