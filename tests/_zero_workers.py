@@ -96,7 +96,7 @@ def train(payload, *, device, send):
             "global_steps": engine.global_steps,
             "skipped_steps": engine.skipped_steps,
             "scale": settings.loss_scaler.scale if settings.loss_scaler is not None else None,
-            "params_replicated": engine._params_replicated,
+            "params_replicated": engine._params_replicated or engine._units_resident,
         }
         engine.destroy()
         if rank == 0:

@@ -131,12 +131,13 @@ SHM_CASES = [
 @pytest.mark.parametrize("world", [2, 3])
 def test_shm_zero_copy_matches_single_process_adamw(world):
     """With shm collectives, stages 1-2 keep their parameters in one buffer every rank maps and
-    their gradients where the reduce-scatter reads them (kernels/shm.py, "Zero-copy buffers"):
-    the same results as single-process AdamW, and the zero-copy layout was really used."""
+    their gradients where the reduce-scatter reads them (kernels/shm.py, "Zero-copy buffers"),
+    stage 3 its units (Note [stage-3 resident]): the same results as single-process AdamW, and
+    the zero-copy layout was really used."""
     got = _run(world, SHM_CASES)
     for index, case in enumerate(SHM_CASES):
         result = got[index]
-        assert result["params_replicated"] == (case.stage in (1, 2)), (index, case.stage)
+        assert result["params_replicated"], (index, case.stage)
         bound = 1e-5 if case.dtype == torch.float32 else BF16_ATOL
         assert _max_err(result) <= bound, (index, case.stage, case.dtype)
 

@@ -36,6 +36,13 @@ global norm across all shards. The optimizer step and the collectives come from 
 registry (``adamw``, ``allreduce``, ``reduce_scatter``, ``allgather``): the engine does not know
 which implementation it got.
 
+On one host with the ``shm`` collectives (CPUs), buffers that every rank maps replace copies
+(``kernels/shm.py``, "Zero-copy buffers"): at stages 1–2 the parameters are one copy per host
+(each rank writes its updated slice into it, so the all-gather after the step moves nothing) and
+the flat gradients sit where the reduce-scatter reads them; at stage 3 the units' full weights
+are that one copy and are never gathered or released (Note [stage-3 resident] in
+:mod:`dsbench.zero.stage3`). Results are the same bits as with the copying collectives.
+
 The API mirrors DeepSpeed's engine, so a training loop runs unchanged on either::
 
     loss = loss_fn(engine.module, batch)   # or engine(batch)
@@ -129,6 +136,7 @@ class ZeroEngine(Stage3):
         self.flat_params: torch.Tensor | None = None
         self.flat_grads: torch.Tensor | None = None
         self._params_replicated = False  # flat_params is one copy every rank maps (shm)
+        self._units_resident = False  # stage 3: so are the units (Note [stage-3 resident])
         # stage 3: partitioned modules, their first-forward order (for prefetching), and
         # whether that order is still being recorded (the first forward)
         self.units: list[Unit] = []
@@ -265,7 +273,7 @@ class ZeroEngine(Stage3):
     def _before_param_writes(self) -> None:
         """Replicated parameters (one copy per host): wait until no rank still reads them (its
         forward and backward are done) before any rank writes its updated slice."""
-        if self._params_replicated:
+        if self._params_replicated or self._units_resident:
             self.comm.fence().wait()
 
     # ------------------------------------------------------------------ optimizer state
@@ -530,6 +538,8 @@ class ZeroEngine(Stage3):
                 handles.append(self.comm.allgather(full, mine))
         if self._host is not None:
             self._host.published()
+        if self._units_resident:  # nothing to gather: wait until every rank wrote its slices
+            handles.append(self.comm.fence())
         with self._phase("allgather_wait"):
             for h in handles:
                 h.wait()

@@ -30,6 +30,18 @@ from dsbench.zero.comm import Handle
 # backward that follows; its reduction releases it, by the second rule.
 
 
+# Note [stage-3 resident]
+# With collectives that can map one buffer into every rank of a host (shm, kernels/shm.py), the
+# units' full weights are that buffer: one copy per host, which is what partitioning parameters
+# achieves for the host's memory (n ranks, 1/n each), and each rank owns, steps and checkpoints
+# its slice of every unit as before. Nothing is gathered or released: before the optimizer
+# writes its slices a rank waits until every rank is done reading them (ZeroEngine.
+# _before_param_writes), and after writing until every rank has (ZeroEngine._publish_params).
+# The price is the resident-set figure: shared pages count in every rank's, as the gather
+# buffers a CPU run pools (_recycle) already did. Gradients are reduce-scattered per unit as
+# before.
+
+
 def _in_backward() -> bool:
     """True while autograd runs a backward pass (a checkpointed block's forward runs again)."""
     return torch._C._current_graph_task_id() != -1
@@ -58,6 +70,9 @@ class Unit(Bucket):
         self.shard: torch.Tensor | None = None
         self.gathered: torch.Tensor | None = None
         self.in_flight: InFlight | None = None
+        # the one copy per host that every rank maps (shm collectives, Note [stage-3 resident]):
+        # always gathered, never released; ``shard`` is this rank's slice of it
+        self.resident: torch.Tensor | None = None
 
 
 class Stage3:
@@ -83,12 +98,20 @@ class Stage3:
             ]
             if own:
                 unit = Unit(module, own, self.world, self.rank)
-                full = unit.flatten([p.data for p in own], self.dtype, self.device)
-                mine = full[unit.lo : unit.lo + unit.owned]
-                unit.shard = self._host.host_copy(mine) if s.offload_param else mine.clone()
-                self._release(unit)
                 self.units.append(unit)
                 self._unit_of_module[module] = unit
+        resident, start = self._resident_units(), 0
+        for unit in self.units:
+            if resident is not None:
+                self._make_resident(unit, resident[start : start + unit.padded])
+                start += unit.padded
+                continue
+            full = unit.flatten([p.data for p in unit.params], self.dtype, self.device)
+            mine = full[unit.lo : unit.lo + unit.owned]
+            unit.shard = self._host.host_copy(mine) if s.offload_param else mine.clone()
+            self._release(unit)
+        if resident is not None:  # every rank wrote the same weights; nobody reads early
+            self.comm.fence().wait()
         if persistent:
             self._build_buckets(persistent)
         for unit in self.units:
@@ -97,6 +120,26 @@ class Stage3:
                 m.register_forward_pre_hook(lambda mod, args, u=unit: self._pre_forward(u)),
                 m.register_forward_hook(lambda mod, args, out, u=unit: self._post_forward(u, out)),
             ]
+
+    def _resident_units(self) -> torch.Tensor | None:
+        """One buffer for every unit's full weights that every rank maps, where the collectives
+        offer one (shm on CPUs) and nothing is offloaded; else None (Note [stage-3 resident])."""
+        s = self.settings
+        if not self.units or s.offload_param or s.offload_optimizer:
+            return None
+        total = sum(u.padded for u in self.units)
+        resident = self.comm.shared_zeros("replicated", total, self.dtype)
+        self._units_resident = resident is not None
+        return resident
+
+    def _make_resident(self, unit: Unit, full: torch.Tensor) -> None:
+        """``unit``'s weights into ``full``, its place in the resident buffer, for good."""
+        unit.resident = full
+        for p, off, n in zip(unit.params, unit.offsets, unit.numels, strict=True):
+            full[off : off + n].copy_(p.data.reshape(-1))
+        unit.shard = full[unit.lo : unit.lo + unit.owned]
+        unit.gathered = full
+        unit.bind(full)
 
     def _start_gather(self, unit: Unit) -> None:
         if unit.gathered is not None or unit.in_flight is not None:
@@ -120,6 +163,8 @@ class Stage3:
             unit.bind(unit.gathered)
 
     def _release(self, unit: Unit) -> None:
+        if unit.resident is not None:  # always whole (Note [stage-3 resident])
+            return
         buffer = unit.gathered
         if unit.in_flight is not None:  # a prefetch that was not used: finish it first
             unit.in_flight.handle.wait()
