@@ -7,10 +7,11 @@
   Measured on the rank itself, so with the rank's thread count and beside the other ranks doing
   the same, after the timed steps (it does not touch their memory figures). Batches are drawn
   before the clock starts, so the floor is if anything low. ``step_efficiency = floor / step``.
-- **Phases**: a few more steps of the case's own engine, each split into forward, backward,
-  exposed reduce-scatter (time blocked waiting for gradient reductions), optimizer, exposed
-  all-gather (time blocked waiting for parameter gathers) and other (the rest of the step: the
-  global gradient norm, clipping, copies). dsbench's engine reports its waits itself
+- **Phases**: a few more steps of the case's own engine, started by every rank together (a
+  barrier after the floor), each split into forward, backward, exposed reduce-scatter (time
+  blocked waiting for gradient reductions), optimizer, exposed all-gather (time blocked waiting
+  for parameter gathers) and other (the rest of the step: the global gradient norm, clipping,
+  copies). dsbench's engine reports its waits itself
   (``ZeroEngine.phase_seconds``); DeepSpeed's does not, so its reductions stay inside backward
   and its all-gather inside "other", and the row says so. On GPUs each phase is bracketed by
   device synchronisations, so device work is counted where it is waited for.
@@ -88,6 +89,16 @@ def owned_elements(num_params: int, stage: int, world: int) -> int:
     return num_params if stage == 0 else math.ceil(num_params / world)
 
 
+def _start_together() -> None:
+    """Ranks finish the floor at different times; without a barrier, the first measured step's
+    first collective would count the difference as exposed communication (10+ ms a step of
+    "reduce-scatter" on the development VM, against 1-5 ms with it)."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+
+
 def phase_breakdown(
     engine, micro_batches: Callable[[], list[tuple]], loss_fn, *, device: str, steps: int = 3
 ) -> dict:
@@ -105,6 +116,7 @@ def phase_breakdown(
     def counters() -> dict:
         return dict(engine.phase_seconds) if own else {}
 
+    _start_together()
     if own:
         engine.phase_seconds = {}
     try:

@@ -24,7 +24,6 @@ class Bucket:
         self.owned = self.padded // world if sharded else self.numel
         self.lo = rank * self.owned if sharded else 0
         self.start = 0  # stages 0-2: where the run begins in the engine's flat buffers
-        self.grad_views: list[torch.Tensor] | None = None  # contiguous gradients: the slices
         # backward: gradients that arrived, and whether the bucket was reduced (late hooks of
         # this backward are then ignored); both reset at the end of each backward
         self.arrived = 0
@@ -58,41 +57,11 @@ class Bucket:
         return self.flatten([p.grad for p in self.params], dtype, device)
 
     def bind(self, flat: torch.Tensor, attr: str = "data") -> None:
-        """Point each parameter's ``data`` (or ``grad``) at its slice of ``flat``; for ``grad``
-        the slices are kept (``grad_views``) for :meth:`place_grad`."""
-        views = [
-            flat[off : off + n].view(shape)
-            for off, n, shape in zip(self.offsets, self.numels, self.shapes, strict=True)
-        ]
-        for p, view in zip(self.params, views, strict=True):
-            setattr(p, attr, view)
-        if attr == "grad":
-            self.grad_views = views
-
-    # Contiguous gradients (a flat gradient run bound with ``bind(..., "grad")``). Once a
-    # reduction has read the run, the parameters' ``grad`` are released (set to None) instead of
-    # zeroing the run: autograd then hands the next backward's gradient over as a new tensor,
-    # which ``place_grad`` copies into its slice and binds again, and later micro-steps add into
-    # it in place. A copy replaces a zeroing pass plus an addition (two passes over the run
-    # fewer); a parameter that got no gradient is zeroed at its next reduction (``fill_unset``).
-
-    def place_grad(self, i: int) -> None:
-        """Parameter ``i``'s gradient into its slice of the run, if autograd gave a new tensor."""
-        p, view = self.params[i], self.grad_views[i]
-        if p.grad is not None and p.grad.data_ptr() != view.data_ptr():
-            view.copy_(p.grad)
-            p.grad = view
-
-    def fill_unset(self) -> None:
-        """Zero the slices of parameters that got no gradient since the run was released."""
-        for p, view in zip(self.params, self.grad_views, strict=True):
-            if p.grad is None:
-                view.zero_()
-
-    def release_grads(self) -> None:
-        """The run was read: the next gradients arrive as new tensors (see above)."""
-        for p in self.params:
-            p.grad = None
+        """Point each parameter's ``data`` (or ``grad``) at its slice of ``flat``."""
+        for p, off, n, shape in zip(
+            self.params, self.offsets, self.numels, self.shapes, strict=True
+        ):
+            setattr(p, attr, flat[off : off + n].view(shape))
 
 
 @dataclass
@@ -104,5 +73,4 @@ class Reduction:
     full: torch.Tensor  # the bucket's full gradient run that was reduced
     add: bool  # add into the owned fp32 gradient (a later micro-step, stage >= 2), not write it
     fresh: bool  # ``out`` is a buffer of its own (may be scaled in place)
-    release: bool  # ``full`` is the bucket's flat gradient run, reduced every micro-step (stage
-    # >= 2): release the parameters' gradients once it is (Bucket.release_grads)
+    zero_full: bool  # zero ``full`` once reduced: a view of the flat gradient buffer (stage >= 2)

@@ -322,9 +322,9 @@ class ZeroEngine(Stage3):
 
     def _register_grad_hooks(self) -> None:
         for b in self.buckets + self.units:
-            for i, p in enumerate(b.params):
+            for p in b.params:
                 self._hooks.append(
-                    p.register_post_accumulate_grad_hook(lambda p, b=b, i=i: self._grad_ready(b, i))
+                    p.register_post_accumulate_grad_hook(lambda p, b=b: self._grad_ready(b))
                 )
 
     def _boundary(self) -> bool:
@@ -334,11 +334,9 @@ class ZeroEngine(Stage3):
         """Stage 0/1 reduce at the accumulation boundary; stage 2/3 every micro-step."""
         return self.settings.stage >= 2 or self._boundary()
 
-    def _grad_ready(self, b: Bucket, i: int) -> None:
+    def _grad_ready(self, b: Bucket) -> None:
         if b.reduced:  # a late hook in this backward (a parameter used twice)
             return
-        if b.grad_views is not None:  # contiguous: a released gradient goes into its place
-            b.place_grad(i)
         b.arrived += 1
         if b.arrived == len(b.params) and self._reduces_now(b):
             self._reduce(b)
@@ -350,7 +348,6 @@ class ZeroEngine(Stage3):
         s, unit = self.settings, isinstance(b, Unit)
         contiguous = self.flat_grads is not None and not unit
         if contiguous:  # the gradients are this view of the flat buffer
-            b.fill_unset()
             full = self.flat_grads[b.start : b.start + b.padded]
         else:
             full = b.flat_grads(self.dtype, self.device)
@@ -374,9 +371,9 @@ class ZeroEngine(Stage3):
             out = full[b.lo : b.lo + b.owned]
             handle = self.comm.allreduce(full)
             fresh = False
-        # reduced every micro-step (stage >= 2): the next micro-step's gradients replace these
-        release = s.stage >= 2 and contiguous
-        self._pending.append((handle, Reduction(b, out, full, add, fresh, release)))
+        # reduced every micro-step (stage >= 2): the next micro-step starts from a zeroed buffer
+        zero_full = s.stage >= 2 and contiguous
+        self._pending.append((handle, Reduction(b, out, full, add, fresh, zero_full)))
         if not s.overlap_comm:
             self._drain()
 
@@ -385,22 +382,6 @@ class ZeroEngine(Stage3):
         offload_optimizer)."""
         b, out = r.bucket, r.out
         g = out.float() if out.dtype != torch.float32 else out
-        pow2 = self.world & (self.world - 1) == 0
-        if r.add and pow2 and self.dtype != torch.float16 and b.grad.device == g.device:
-            # one pass instead of two: scaling by 2^-k is exact (above fp32's subnormals), so
-            # grad + g * 2^-k has the bits of grad + (g / n)
-            b.grad.add_(g, alpha=1.0 / self.world)
-        else:
-            self._land_divided(r, g)
-        if r.release:
-            b.release_grads()
-        if isinstance(b, Unit) and not self._keep_until_step():  # Note [stage-3 reuse]
-            self._release(b)
-
-    def _land_divided(self, r: Reduction, g: torch.Tensor) -> None:
-        """``g`` (the sum, fp32) divided by the world size, written or added into the owned
-        gradient."""
-        b, out = r.bucket, r.out
         if self.dtype != torch.float16:
             # a fresh reduce-scatter output (or fp32 copy) is divided in place
             g = g.div_(self.world) if r.fresh or g is not out else g / self.world
@@ -410,6 +391,10 @@ class ZeroEngine(Stage3):
             b.grad.add_(g)
         elif g is not b.grad:
             b.grad.copy_(g)
+        if r.zero_full:
+            r.full.zero_()
+        if isinstance(b, Unit) and not self._keep_until_step():  # Note [stage-3 reuse]
+            self._release(b)
 
     def _drain(self) -> None:
         for handle, reduction in self._pending:
@@ -515,9 +500,8 @@ class ZeroEngine(Stage3):
             self.skipped_steps += 1
         for b in owned:  # the next accumulation's first reduction overwrites the gradient
             b.grad_empty = True
-        if self.flat_grads is not None and self.settings.stage <= 1:  # stage 2: per reduction
-            for b in self.buckets:
-                b.release_grads()
+        if self.flat_grads is not None and self.settings.stage <= 1:  # stage 2 zeroes per bucket
+            self.flat_grads.zero_()
         return applied and not overflow
 
     def _publish_params(self) -> None:
