@@ -435,14 +435,13 @@ class ZeroEngine(Stage3):
         return self.buckets + self.units
 
     def _global_sq_norm(self) -> torch.Tensor:
-        """Sum of squared gradients over all owned slices, summed over ranks (stage >= 1) with
-        the engine's all-reduce (shm's takes ~0.7 ms here against gloo's ~1.2 ms in a step)."""
+        """Sum of squared gradients over all owned slices, summed over ranks (stage >= 1)."""
         local = torch.zeros((), device=self.opt_device)
         for b in self._all_owned():
             local += _sq_sum_fp64(b.grad).float()
         local = local.to(self.device)  # offload: the collective runs on the device
         if self.settings.stage >= 1:
-            self.comm.allreduce(local).wait()
+            self.comm.call(lambda: dist.all_reduce(local, group=self.group)).wait()
         return local
 
     def get_global_grad_norm(self) -> float | None:
