@@ -91,8 +91,8 @@ def owned_elements(num_params: int, stage: int, world: int) -> int:
 
 def _start_together() -> None:
     """Ranks finish the floor at different times; without a barrier, the first measured step's
-    first collective would count the difference as exposed communication (10+ ms a step of
-    "reduce-scatter" on the development VM, against 1-5 ms with it)."""
+    first collective would count the difference as exposed communication (up to 15 ms a step of
+    "reduce-scatter" in a 10-step profile on the development VM, against 2-7 ms with it)."""
     import torch.distributed as dist
 
     if dist.is_available() and dist.is_initialized():
