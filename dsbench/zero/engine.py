@@ -227,19 +227,17 @@ class ZeroEngine(Stage3):
         return groups
 
     def _build_buckets(self, params: list[nn.Parameter]) -> None:
-        """Stages 0–2 (and stage 3's persistent parameters): full parameters live in one flat
-        buffer, bucket by bucket."""
+        """Stages 0–2: full parameters live in one flat buffer, bucket by bucket."""
         s, sharded = self.settings, self.settings.stage >= 1
         self.buckets = [
             Bucket(g, self.world, self.rank, sharded)
             for g in self._split(params, max(1, s.reduce_bucket_size))
         ]
         total = sum(b.padded for b in self.buckets)
-        # Stages 1-3 (stage 3: its persistent parameters) on collectives that read buffers in
-        # place (shm on CPUs): the parameters are one copy every rank maps, so the all-gather
-        # after the step moves nothing, and (stages 1-2) the flat gradients sit where the
-        # reduce-scatter reads them without copying them in first
-        zero_copy = s.stage >= 1 and not (s.offload_optimizer or s.offload_param)
+        # Stages 1-2 on collectives that read buffers in place (shm on CPUs): the parameters are
+        # one copy every rank maps, so the all-gather after the step moves nothing, and the flat
+        # gradients sit where the reduce-scatter reads them without copying them in first
+        zero_copy = s.stage in (1, 2) and not (s.offload_optimizer or s.offload_param)
         shared = self.comm.shared_zeros("replicated", total, self.dtype) if zero_copy else None
         self._params_replicated = shared is not None
         self.flat_params = (
