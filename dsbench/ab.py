@@ -540,11 +540,21 @@ def _merge_row(per: list[tuple[int, Row | None]], centre, summarize, max_over) -
 
 def _merge_metric(name: str, entry: MetricValue, ok: list[tuple[int, Row]], centre) -> MetricValue:
     """Metric ``name`` over the launches: the geometric mean of its values where every launch
-    has a positive one, else the first launch's."""
+    has a positive one, with its 99% interval over the launches (``stats.geometric_ci``) and its
+    % of peak; else the first launch's, whole. Every figure describes the same value: the first
+    launch's interval beside the launches' mean had put values outside their own interval."""
+    from dsbench.stats import geometric_ci
+
     values = []
     for _, r in ok:
         m = (r.metrics or {}).get(name)
         values.append(0 if m is None else value_or(m.value, 0))
-    if all(v > 0 for v in values):
-        return dataclasses.replace(entry, value=centre([[v] for v in values]))
-    return entry
+    if not all(v > 0 for v in values):
+        return entry
+    value = centre([[v] for v in values])
+    ci = geometric_ci(values)
+    merged = dataclasses.replace(entry, value=value, ci99=list(ci) if ci else entry.ci99)
+    peak = value_or(entry.peak)
+    if value_or(entry.pct_of_peak) is not None and peak and value_or(peak.value):
+        merged = dataclasses.replace(merged, pct_of_peak=100.0 * value / peak.value)
+    return merged

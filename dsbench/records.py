@@ -270,7 +270,8 @@ class MetricValue(Record):
     unit: str | Unset = UNSET
     direction: Direction | Unset = UNSET
     ci99: list[float] | Unset = UNSET
-    """[low, high]: the 99% interval of the median."""
+    """[low, high]: the 99% interval of the median (after ``dsbench ab``: of the geometric mean,
+    over the launches)."""
     pct_of_peak: float | Unset | None = UNSET
     """``100 * value / peak.value`` for metrics with a peak; None where the profile has none."""
     peak: Peak | Unset | None = UNSET

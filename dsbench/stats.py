@@ -150,6 +150,19 @@ def centre(rounds: Sequence[Sequence[float]]) -> float:
     return float(np.exp(np.mean(np.log(med))))
 
 
+def geometric_ci(values: Sequence[float], level: float = 0.99) -> tuple[float, float] | None:
+    """The ``level`` t-interval of the geometric mean of positive ``values``, one per launch
+    (the unit of independent evidence): ``exp(mean ± t · sd / sqrt(n))`` of their logs. None
+    with fewer than two values (nothing to estimate the spread from)."""
+    logs = np.log(np.asarray(values, dtype=float))
+    n = len(logs)
+    if n < 2:
+        return None
+    half = float(_st.t.ppf(1 - (1 - level) / 2, n - 1)) * float(np.std(logs, ddof=1)) / np.sqrt(n)
+    mid = float(np.mean(logs))
+    return exp(mid - half), exp(mid + half)
+
+
 def round_spread(rounds: Sequence[Sequence[float]]) -> tuple[float, int]:
     """(SD of the log round medians, degrees of freedom): the noise figure of an A/A run."""
     logs = np.log(round_medians(rounds))

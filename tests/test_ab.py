@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from dsbench import ab, results
@@ -277,3 +278,39 @@ def test_an_interrupted_ab_lets_the_rounds_process_finish_its_file(tmp_path):
     assert exc.value.exit_code == 143
     assert marker.read_text() == "finished\n"
     assert time.perf_counter() - t0 < 10
+
+
+def _metric(value: float, ci99: list[float]) -> dict:
+    return {"value": value, "unit": "u", "direction": "higher", "ci99": ci99}
+
+
+def test_merged_secondary_metrics_describe_one_value(tmp_path):
+    """A secondary metric over launches: its geometric mean, the 99% t-interval of that mean
+    over the launches (which holds it), and % of peak of that same value; the first launch's
+    interval beside the mean had put a merged value outside its own interval."""
+    from scipy import stats as st
+
+    launches = []
+    for k, eff in enumerate((0.50, 0.60, 0.70)):
+        row = make_row("a", [1.0, 1.0])
+        peak = {"kind": "flops:float32", "value": 10.0, "unit": "TFLOP/s"}
+        row["metrics"] = {
+            "m": _metric(1.0, [1.0, 1.0]),
+            "step_efficiency": _metric(eff, [eff - 0.01, eff + 0.01]),
+            "tflops": {
+                **_metric(2.0 * (k + 1), [1.0, 9.0]),
+                "pct_of_peak": 20.0 * (k + 1),
+                "peak": peak,
+            },
+        }
+        launches.append(_launch(tmp_path, k, [row]))
+    doc = ab.merge_launches(launches)
+    results.validate(doc, "<merged>")
+    eff = doc["benchmarks"][0]["metrics"]["step_efficiency"]
+    logs = np.log([0.5, 0.6, 0.7])
+    half = st.t.ppf(0.995, 2) * logs.std(ddof=1) / np.sqrt(3)
+    assert eff["value"] == pytest.approx(np.exp(logs.mean()))
+    assert eff["ci99"] == pytest.approx([np.exp(logs.mean() - half), np.exp(logs.mean() + half)])
+    assert eff["ci99"][0] < eff["value"] < eff["ci99"][1]
+    flops = doc["benchmarks"][0]["metrics"]["tflops"]
+    assert flops["pct_of_peak"] == pytest.approx(100 * flops["value"] / 10.0)
