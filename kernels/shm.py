@@ -63,7 +63,9 @@ collectives then read them where they are:
 
 Every rank must pass the same place in its buffer (as engines with one layout on every rank do);
 anything else takes the copying path. ``dsbench.zero`` puts the flat gradients and parameters of
-ZeRO stages 1-2 there when its collectives are ``shm``.
+ZeRO stages 1-2, and stage 3's units, there when its collectives are ``shm``. After
+``release_workspaces`` the buffers still work as plain memory: the collectives take the copying
+path for them.
 
 Limits: all ranks of the group must be on one host (checked when the workspace is set up: a rank
 that cannot open the file fails the collective on every rank with a message saying so); CPU
