@@ -41,10 +41,15 @@ class Bucket:
     def flatten(self, tensors, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
         """A new padded buffer holding ``tensors`` (one per parameter; None: zeros)."""
         out = torch.zeros(self.padded, dtype=dtype, device=device)
+        self.fill(out, tensors)
+        return out
+
+    def fill(self, flat: torch.Tensor, tensors) -> None:
+        """Copy ``tensors`` (one per parameter; None: left as is) into their places in the
+        padded run ``flat``."""
         for t, off, n in zip(tensors, self.offsets, self.numels, strict=True):
             if t is not None:
-                out[off : off + n].copy_(t.reshape(-1))
-        return out
+                flat[off : off + n].copy_(t.reshape(-1))
 
     def flat_grads(self, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
         """The bucket's gradients as one padded run: a single parameter's own gradient when it

@@ -238,37 +238,34 @@ class ZeroEngine(Stage3):
         # one copy every rank maps, so the all-gather after the step moves nothing, and the flat
         # gradients sit where the reduce-scatter reads them without copying them in first
         zero_copy = s.stage in (1, 2) and not (s.offload_optimizer or s.offload_param)
-        shared = self.comm.shared_zeros("replicated", total, self.dtype) if zero_copy else None
-        self._params_replicated = shared is not None
-        self.flat_params = (
-            shared
-            if shared is not None
-            else torch.zeros(total, dtype=self.dtype, device=self.device)
+        self.flat_params, self._params_replicated = self._flat(
+            "replicated" if zero_copy else None, total
         )
         self.flat_grads = None
         if s.stage <= 2 and s.contiguous_gradients:
             # Gradients accumulate in place into one flat buffer (each parameter's .grad is a
             # view). Stage 2 reduces it every micro-step and zeroes each bucket once reduced.
-            shared = None
-            if zero_copy and s.reduce_scatter:
-                shared = self.comm.shared_zeros("symmetric", total, self.dtype)
-            self.flat_grads = (
-                shared
-                if shared is not None
-                else torch.zeros(total, dtype=self.dtype, device=self.device)
-            )
+            kind = "symmetric" if zero_copy and s.reduce_scatter else None
+            self.flat_grads, _ = self._flat(kind, total)
         start = 0
         for b in self.buckets:
             b.start = start
             view = self.flat_params[start : start + b.padded]
-            for p, off, n in zip(b.params, b.offsets, b.numels, strict=True):
-                view[off : off + n].copy_(p.data.reshape(-1))
+            b.fill(view, [p.data for p in b.params])
             b.bind(view)
             if self.flat_grads is not None:
                 b.bind(self.flat_grads[start : start + b.padded], "grad")
             start += b.padded
         if self._params_replicated:  # every rank wrote the same weights; nobody reads early
             self.comm.fence().wait()
+
+    def _flat(self, shared: str | None, numel: int) -> tuple[torch.Tensor, bool]:
+        """A zero-filled flat buffer in the compute dtype: the collectives' ``shared`` kind
+        (``Comm.shared_zeros``) where they offer it, else private memory; and whether shared."""
+        buf = self.comm.shared_zeros(shared, numel, self.dtype) if shared else None
+        if buf is not None:
+            return buf, True
+        return torch.zeros(numel, dtype=self.dtype, device=self.device), False
 
     def _before_param_writes(self) -> None:
         """Replicated parameters (one copy per host): wait until no rank still reads them (its

@@ -135,8 +135,7 @@ class Stage3:
     def _make_resident(self, unit: Unit, full: torch.Tensor) -> None:
         """``unit``'s weights into ``full``, its place in the resident buffer, for good."""
         unit.resident = full
-        for p, off, n in zip(unit.params, unit.offsets, unit.numels, strict=True):
-            full[off : off + n].copy_(p.data.reshape(-1))
+        unit.fill(full, [p.data for p in unit.params])
         unit.shard = full[unit.lo : unit.lo + unit.owned]
         unit.gathered = full
         unit.bind(full)
