@@ -194,28 +194,34 @@ def _verdicts(repo, base, cont, rounds, out):
 @pytest.mark.slow
 def test_power_ten_percent_slower_adamw_is_worse_two_percent_is_not(tmp_path):
     """The power of dsbench ab's verdicts, on the fastest AdamW case: a throwaway commit
-    slowing the step by 10% is worse in 6+6 alternating rounds; by 2%, never worse."""
+    slowing the step by 20% is worse in 6+6 alternating rounds; by 2%, never worse.
+
+    What 6+6 rounds can call worse depends on the launches' spread (``judge`` on simulated
+    rounds, 100 trials each): a 10% slowdown in 97% of trials at a 1.5% spread, 26% at 3%; 20%
+    in 100% at 3% and 93% at 5%. This 2-vCPU VM and CI's machine spread by about 3% (launch
+    medians 31.3-34.0 GB/s), so a 10% slowdown here is inconclusive about as often as not, as
+    it should be, and the test uses 20%."""
     repo = tmp_path / "repo"
     subprocess.run(["git", "clone", "--quiet", "--shared", str(ROOT), str(repo)], check=True)
     _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "--allow-empty", "-qm", "a")
     optim = repo / "dsbench" / "suites" / "optim.py"
     source = optim.read_text()
-    for frac, branch in ((0.10, "ten"), (0.02, "two")):
-        _git(repo, "checkout", "-q", "-B", branch, "HEAD" if branch == "ten" else "HEAD~1")
+    for frac, branch in ((0.20, "twenty"), (0.02, "two")):
+        _git(repo, "checkout", "-q", "-B", branch, "HEAD" if branch == "twenty" else "HEAD~1")
         optim.write_text(source + SLOWDOWN.format(frac=frac))
         _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", branch)
     # One launch disturbed by something else on a 2-core machine widens the interval across
     # x1.05 (inconclusive, as it should be); a second A/B then decides. Never a retry after a
     # better or unchanged verdict, and never for the 2% case below.
-    ten = _verdicts(repo, "ten~1", "ten", 6, tmp_path / "ten")
-    if ten["change"] == "inconclusive":
-        shutil.rmtree(tmp_path / "ten")
-        ten = _verdicts(repo, "ten~1", "ten", 6, tmp_path / "ten")
-    assert ten["change"] == "worse", ten
-    assert 0.85 < float(ten["ratio"]) < 0.95, ten
+    twenty = _verdicts(repo, "twenty~1", "twenty", 6, tmp_path / "twenty")
+    if twenty["change"] == "inconclusive":
+        shutil.rmtree(tmp_path / "twenty")
+        twenty = _verdicts(repo, "twenty~1", "twenty", 6, tmp_path / "twenty")
+    assert twenty["change"] == "worse", twenty
+    assert 0.76 < float(twenty["ratio"]) < 0.90, twenty
     two = _verdicts(repo, "two~1", "two", 3, tmp_path / "two")
     assert two["change"] != "worse", two
-    written = sorted((tmp_path / "ten" / "results").rglob("*.json"))
+    written = sorted((tmp_path / "twenty" / "results").rglob("*.json"))
     assert len(written) == 2
     docs = [results.read_run(p).doc for p in written]
     assert {d["ab"]["side"] for d in docs} == {"baseline", "contender"}
