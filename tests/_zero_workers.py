@@ -97,6 +97,7 @@ def train(payload, *, device, send):
             "skipped_steps": engine.skipped_steps,
             "scale": settings.loss_scaler.scale if settings.loss_scaler is not None else None,
             "params_replicated": engine._params_replicated or engine._units_resident,
+            "large_collectives": engine.comm.large_calls,
         }
         engine.destroy()
         if rank == 0:

@@ -142,6 +142,24 @@ def test_shm_zero_copy_matches_single_process_adamw(world):
         assert _max_err(result) <= bound, (index, case.stage, case.dtype)
 
 
+@pytest.mark.parametrize("world", [2, 3])
+def test_gloo_large_collectives_match_single_process_adamw(world, monkeypatch):
+    """Note [gloo's large collectives] (dsbench/zero/comm.py) at every size: reduce-scatters
+    as in-place all_reduces, all-gathers as broadcasts, every stage, with and without overlap,
+    accumulation and clipping; 3 ranks shard unevenly and sum in another order."""
+    monkeypatch.setenv("DSBENCH_GLOO_LARGE_BYTES", "0")
+    cases = [
+        dataclasses.replace(
+            BASE, stage=stage, overlap_comm=overlap, grad_accum=2, gradient_clipping=0.05
+        )
+        for stage, overlap in itertools.product((1, 2, 3), (False, True))
+    ] + [dataclasses.replace(BASE, stage=stage, dtype=torch.bfloat16) for stage in (1, 2)]
+    for index, result in _run(world, cases).items():
+        assert result["large_collectives"] > 0, index
+        bound = 1e-5 if cases[index].dtype == torch.float32 else BF16_ATOL
+        assert _max_err(result) <= bound, (index, cases[index].stage)
+
+
 def test_parameters_without_gradients_in_some_micro_steps():
     """The LayerNorm is left out of some micro-steps: of the first only (its gradient arrives
     second), of the second only, and of a whole step (no gradient at all, a zero gradient as in

@@ -256,7 +256,10 @@ def dsbench_notes(engine) -> dict:
         )
     else:
         optimizer["runs"] = adamw.description
-    return {"kernels": used, "collectives": text, "optimizer": optimizer}
+    notes = {"kernels": used, "collectives": text, "optimizer": optimizer}
+    if algorithms := engine.comm.algorithms():  # Note [gloo's large collectives]
+        notes["large_collectives"] = algorithms
+    return notes
 
 
 def deepspeed_notes(engine) -> dict:

@@ -15,6 +15,24 @@ submitting stream, and the waiter's stream waits on the collective's completion 
 
 The implementations (``native`` torch.distributed, ``ring``, ...) come from the kernel registry;
 the engine never knows which one it got.
+
+Note [gloo's large collectives]
+On CPUs, gloo's reduce_scatter and all_gather are slow for large tensors next to its own
+all_reduce and broadcast over the same bytes (2 ranks, 2-vCPU VM, torch 2.13, median of 15):
+
+    full tensor                      2 MiB   4 MiB   8 MiB  16 MiB  64 MiB
+    reduce_scatter_tensor (ms)        4.5     6.2    14.0    23.0   100
+    all_reduce in place + slice       3.3     4.5    10.0    16.8    77
+    all_gather_into_tensor            2.6     3.3     7.0    12.1    74
+    one broadcast per owner           1.2     2.7     4.3     8.3    36
+
+At 64 KiB-1 MiB, and with 4 ranks at 2 MiB, the native calls are as fast or faster. So with the
+``native`` implementations over gloo, the queue runs a reduce-scatter of a full tensor of at
+least ``GLOO_LARGE_BYTES`` as an in-place all_reduce of its input followed by a copy of this
+rank's chunk, when the caller allows its input to be overwritten (``scratch``), and such an
+all-gather as one broadcast of each rank's chunk from its owner. Both are torch.distributed's
+own collectives over the same group; the results are the same sums (for 2 ranks the same bits:
+a + b == b + a) and the same copies, identical on every rank. NCCL, shm and ring are untouched.
 """
 
 from __future__ import annotations
@@ -25,6 +43,23 @@ from collections.abc import Callable
 import torch
 
 from dsbench.kernels import registry
+
+GLOO_LARGE_BYTES = 8 << 20
+"""Full tensors from this size on take gloo's all_reduce / broadcast path (Note above);
+``DSBENCH_GLOO_LARGE_BYTES`` overrides it (0: always; a huge value: never)."""
+
+
+def gloo_large_bytes() -> int:
+    import os
+
+    text = os.environ.get("DSBENCH_GLOO_LARGE_BYTES", "").strip()
+    if not text:
+        return GLOO_LARGE_BYTES
+    if not text.isdigit():
+        raise ValueError(
+            f"DSBENCH_GLOO_LARGE_BYTES={text!r}: expected a whole number of bytes (0 or more)"
+        )
+    return int(text)
 
 
 class Handle:
@@ -60,6 +95,15 @@ class Comm:
             "replicated": registry.get("allgather", impls.get("allgather")).load_buffers(),
             "symmetric": registry.get("reduce_scatter", impls.get("reduce_scatter")).load_buffers(),
         }
+        # Note [gloo's large collectives]: native collectives over gloo, host tensors
+        self._gloo = self.device.type == "cpu" and _is_gloo(group)
+        self._large_bytes = gloo_large_bytes()
+        self.large_calls = 0
+        """How many collectives took Note [gloo's large collectives]'s path."""
+        self._native = {
+            op: registry.get(op, impls.get(op)).name == "native"
+            for op in ("reduce_scatter", "allgather")
+        }
         self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="dsbench-comm")
         self._stream = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
 
@@ -81,11 +125,47 @@ class Comm:
     def allreduce(self, tensor: torch.Tensor) -> Handle:
         return self._submit(lambda: self._allreduce(tensor, group=self.group))
 
-    def reduce_scatter(self, output: torch.Tensor, input: torch.Tensor) -> Handle:
+    def reduce_scatter(
+        self, output: torch.Tensor, input: torch.Tensor, *, scratch: bool = False
+    ) -> Handle:
+        """Sum reduce-scatter of ``input`` into ``output``. ``scratch``: the caller never reads
+        ``input`` again, so it may be overwritten (Note [gloo's large collectives])."""
+        if scratch and self._large("reduce_scatter", input):
+            return self._submit(lambda: _reduce_scatter_by_allreduce(output, input, self.group))
         return self._submit(lambda: self._reduce_scatter(output, input, group=self.group))
 
     def allgather(self, output: torch.Tensor, input: torch.Tensor) -> Handle:
+        if self._large("allgather", output):
+            return self._submit(lambda: _allgather_by_broadcast(output, input, self.group))
         return self._submit(lambda: self._allgather(output, input, group=self.group))
+
+    def _large(self, op: str, full: torch.Tensor) -> bool:
+        large = (
+            self._gloo
+            and self._native[op]
+            and full.numel() * full.element_size() >= self._large_bytes
+        )
+        self.large_calls += large
+        return large
+
+    def algorithms(self) -> dict[str, str]:
+        """What a large collective runs here (for a result row's notes); empty when each op is
+        its registry implementation's own call at every size."""
+        if not self._gloo:
+            return {}
+        mib = f"{self._large_bytes / 2**20:g}"
+        out = {}
+        if self._native["reduce_scatter"]:
+            out["reduce_scatter"] = (
+                f"from {mib} MiB: all_reduce in place + this rank's chunk (gloo's "
+                "reduce_scatter is slower there)"
+            )
+        if self._native["allgather"]:
+            out["allgather"] = (
+                f"from {mib} MiB: one broadcast per rank's chunk (gloo's all_gather is slower "
+                "there)"
+            )
+        return out
 
     def shared_zeros(self, kind: str, numel: int, dtype: torch.dtype) -> torch.Tensor | None:
         """A zero-filled buffer that the collectives read in place (collective, waited for):
@@ -111,3 +191,35 @@ class Comm:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
+
+
+def _is_gloo(group) -> bool:
+    import torch.distributed as dist
+
+    return dist.is_available() and dist.is_initialized() and dist.get_backend(group) == "gloo"
+
+
+def _reduce_scatter_by_allreduce(output: torch.Tensor, input: torch.Tensor, group) -> None:
+    """Note [gloo's large collectives]: ``input`` is overwritten with the full sum."""
+    import torch.distributed as dist
+
+    n = output.numel()
+    dist.all_reduce(input, op=dist.ReduceOp.SUM, group=group)
+    r = dist.get_rank(group)
+    output.copy_(input.view(-1)[r * n : (r + 1) * n].view_as(output))
+
+
+def _allgather_by_broadcast(output: torch.Tensor, input: torch.Tensor, group) -> None:
+    """Note [gloo's large collectives]: chunk r of ``output`` broadcast from group rank r."""
+    import torch.distributed as dist
+
+    n = input.numel()
+    flat = output.view(-1)
+    r = dist.get_rank(group)
+    mine = flat[r * n : (r + 1) * n]
+    if mine.data_ptr() != input.data_ptr():
+        mine.copy_(input.view(-1))
+    for k in range(dist.get_world_size(group)):
+        world = group is None or group is dist.group.WORLD
+        src = k if world else dist.get_global_rank(group, k)
+        dist.broadcast(flat[k * n : (k + 1) * n], src=src, group=group)
