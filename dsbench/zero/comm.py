@@ -98,6 +98,7 @@ class Comm:
         # Note [gloo's large collectives]: native collectives over gloo, host tensors
         self._gloo = self.device.type == "cpu" and _is_gloo(group)
         self._large_bytes = gloo_large_bytes()
+        self._recv: dict[torch.dtype, torch.Tensor] = {}
         self.large_calls = 0
         """How many collectives took Note [gloo's large collectives]'s path."""
         self._native = {
@@ -130,14 +131,25 @@ class Comm:
     ) -> Handle:
         """Sum reduce-scatter of ``input`` into ``output``. ``scratch``: the caller never reads
         ``input`` again, so it may be overwritten (Note [gloo's large collectives])."""
-        if scratch and self._large("reduce_scatter", input):
-            return self._submit(lambda: _reduce_scatter_by_allreduce(output, input, self.group))
+        if self._large("reduce_scatter", input):
+            recv = self._recv_buffer(input)
+            return self._submit(
+                lambda: _reduce_scatter_by_alltoall(output, input, self.group, recv)
+            )
         return self._submit(lambda: self._reduce_scatter(output, input, group=self.group))
 
     def allgather(self, output: torch.Tensor, input: torch.Tensor) -> Handle:
         if self._large("allgather", output):
             return self._submit(lambda: _allgather_by_broadcast(output, input, self.group))
         return self._submit(lambda: self._allgather(output, input, group=self.group))
+
+    def _recv_buffer(self, like: torch.Tensor) -> torch.Tensor:
+        """A flat buffer of at least ``like``'s size and dtype, kept for the next call (a fresh
+        one per call would fault its pages in again every time)."""
+        have = self._recv.get(like.dtype)
+        if have is None or have.numel() < like.numel():
+            have = self._recv[like.dtype] = torch.empty(like.numel(), dtype=like.dtype)
+        return have
 
     def _large(self, op: str, full: torch.Tensor) -> bool:
         large = (
@@ -199,14 +211,18 @@ def _is_gloo(group) -> bool:
     return dist.is_available() and dist.is_initialized() and dist.get_backend(group) == "gloo"
 
 
-def _reduce_scatter_by_allreduce(output: torch.Tensor, input: torch.Tensor, group) -> None:
-    """Note [gloo's large collectives]: ``input`` is overwritten with the full sum."""
+def _reduce_scatter_by_alltoall(
+    output: torch.Tensor, input: torch.Tensor, group, recv: torch.Tensor
+) -> None:
+    """Note [gloo's large collectives]: every rank's chunk r into ``recv``, summed in rank
+    order into ``output``."""
     import torch.distributed as dist
 
     n = output.numel()
-    dist.all_reduce(input, op=dist.ReduceOp.SUM, group=group)
-    r = dist.get_rank(group)
-    output.copy_(input.view(-1)[r * n : (r + 1) * n].view_as(output))
+    world = dist.get_world_size(group)
+    got = recv[: world * n]
+    dist.all_to_all_single(got, input.view(-1), group=group)
+    torch.sum(got.view(world, n), 0, out=output.view(-1))
 
 
 def _allgather_by_broadcast(output: torch.Tensor, input: torch.Tensor, group) -> None:
