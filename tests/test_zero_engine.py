@@ -145,7 +145,7 @@ def test_shm_zero_copy_matches_single_process_adamw(world):
 @pytest.mark.parametrize("world", [2, 3])
 def test_gloo_large_collectives_match_single_process_adamw(world, monkeypatch):
     """Note [gloo's large collectives] (dsbench/zero/comm.py) at every size: reduce-scatters
-    as in-place all_reduces, all-gathers as broadcasts, every stage, with and without overlap,
+    as all_to_alls, all-gathers as broadcasts, every stage, with and without overlap,
     accumulation and clipping; 3 ranks shard unevenly and sum in another order."""
     monkeypatch.setenv("DSBENCH_GLOO_LARGE_BYTES", "0")
     cases = [

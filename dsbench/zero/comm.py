@@ -18,21 +18,28 @@ the engine never knows which one it got.
 
 Note [gloo's large collectives]
 On CPUs, gloo's reduce_scatter and all_gather are slow for large tensors next to its own
-all_reduce and broadcast over the same bytes (2 ranks, 2-vCPU VM, torch 2.13, median of 15):
+all_to_all, all_reduce and broadcast over the same bytes (2 ranks, 2-vCPU VM, torch 2.13,
+median of 15 calls, ms):
 
-    full tensor                      2 MiB   4 MiB   8 MiB  16 MiB  64 MiB
-    reduce_scatter_tensor (ms)        4.5     6.2    14.0    23.0   100
-    all_reduce in place + slice       3.3     4.5    10.0    16.8    77
-    all_gather_into_tensor            2.6     3.3     7.0    12.1    74
-    one broadcast per owner           1.2     2.7     4.3     8.3    36
+    full tensor                          2 MiB   4 MiB   8 MiB  16 MiB  64 MiB
+    reduce_scatter_tensor                 4.5     6.2    14.0  21-23    100
+    all_to_all_single + sum in order       -      3.2      -   12.4-12.9   -
+    all_reduce in place + own chunk       3.3     4.5    10.0  15-17     77
+    all_gather_into_tensor                2.6     3.3     7.0  12-13     74
+    one broadcast per owner               1.2     2.7     4.3   5-8      36
 
 At 64 KiB-1 MiB, and with 4 ranks at 2 MiB, the native calls are as fast or faster. So with the
 ``native`` implementations over gloo, the queue runs a reduce-scatter of a full tensor of at
-least ``GLOO_LARGE_BYTES`` as an in-place all_reduce of its input followed by a copy of this
-rank's chunk, when the caller allows its input to be overwritten (``scratch``), and such an
-all-gather as one broadcast of each rank's chunk from its owner. Both are torch.distributed's
-own collectives over the same group; the results are the same sums (for 2 ranks the same bits:
-a + b == b + a) and the same copies, identical on every rank. NCCL, shm and ring are untouched.
+least ``GLOO_LARGE_BYTES`` as an all_to_all_single into a kept receive buffer (every rank's
+chunk r) and a sum of those chunks in rank order, and such an all-gather as one broadcast of
+each rank's chunk from its owner. All are torch.distributed's own collectives over the same
+group; the results are the same sums (for 2 ranks the same bits: a + b == b + a) and the same
+copies, identical on every rank. The receive buffer costs one full tensor per rank (16 MiB for
+the seed MLP); peak RSS per rank was still lower than with gloo's reduce_scatter (446-469 MiB
+against 517-627 at stages 1-3). NCCL, shm and ring are untouched.
+dsbench ab, seed MLP on gloo, 6+6 rounds: x1.22 / x1.23 / x1.12 (stages 1-3) with all_reduce
+for the reduce-scatter; all_to_all on top of that x1.07 / x1.07 / x1.15
+(results/vm/*-ab-gloo-large-*, *-ab-gloo-alltoall-*).
 """
 
 from __future__ import annotations
@@ -126,11 +133,8 @@ class Comm:
     def allreduce(self, tensor: torch.Tensor) -> Handle:
         return self._submit(lambda: self._allreduce(tensor, group=self.group))
 
-    def reduce_scatter(
-        self, output: torch.Tensor, input: torch.Tensor, *, scratch: bool = False
-    ) -> Handle:
-        """Sum reduce-scatter of ``input`` into ``output``. ``scratch``: the caller never reads
-        ``input`` again, so it may be overwritten (Note [gloo's large collectives])."""
+    def reduce_scatter(self, output: torch.Tensor, input: torch.Tensor) -> Handle:
+        """Sum reduce-scatter of ``input`` into ``output`` (Note [gloo's large collectives])."""
         if self._large("reduce_scatter", input):
             recv = self._recv_buffer(input)
             return self._submit(
@@ -169,7 +173,7 @@ class Comm:
         out = {}
         if self._native["reduce_scatter"]:
             out["reduce_scatter"] = (
-                f"from {mib} MiB: all_reduce in place + this rank's chunk (gloo's "
+                f"from {mib} MiB: all_to_all_single + a sum in rank order (gloo's "
                 "reduce_scatter is slower there)"
             )
         if self._native["allgather"]:

@@ -362,9 +362,7 @@ class ZeroEngine(Stage3):
                 out = b.grad
             else:
                 out = torch.empty(b.owned, dtype=self.dtype, device=self.device)
-            # ``full`` is read no more: zeroed after landing or stepping, or the bucket's own
-            # (stage 1's gradients hold what the reduction leaves until step zeroes them)
-            handle = self.comm.reduce_scatter(out, full, scratch=True)
+            handle = self.comm.reduce_scatter(out, full)
             fresh = True
         else:
             out = full[b.lo : b.lo + b.owned]
