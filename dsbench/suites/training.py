@@ -24,7 +24,11 @@ Rows, per model and stage (parameters ``engine``, ``comm``, ``kernels``):
   own collectives (gloo on CPUs, NCCL/RCCL on GPUs): dsbench's engine is given the registry's
   ``native`` all-reduce, reduce-scatter and all-gather; DeepSpeed goes through deepspeed.comm,
   which calls the same torch.distributed functions (the shared-memory op DeepSpeed builds at
-  start-up on CPUs serves only its inference all-reduce, not ZeRO training).
+  start-up on CPUs serves only its inference all-reduce, not ZeRO training). Each engine picks
+  which collectives it calls: on gloo, dsbench's runs a reduce-scatter or all-gather of 8 MiB or
+  more as all_to_all or broadcasts, gloo's faster calls for those sizes (Note [gloo's large
+  collectives] in ``dsbench/zero/comm.py``; the row's ``notes.large_collectives`` says so),
+  and it sends nothing point-to-point.
 - ``engine=dsbench, comm=shm`` (CPUs only): dsbench's engine on dsbench's one-host shared-memory
   collectives (``kernels/shm.py``), its fastest on CPUs. Set beside the ``comm=native`` dsbench
   row, this shows what those collectives add; it is not an engine comparison, and DeepSpeed has
