@@ -160,6 +160,21 @@ def test_gloo_large_collectives_match_single_process_adamw(world, monkeypatch):
         assert _max_err(result) <= bound, (index, cases[index].stage)
 
 
+@pytest.mark.parametrize("world", [2, 3])
+def test_gloo_large_collectives_give_gloos_results(world):
+    """The all-gather by broadcasts copies gloo's all_gather's bytes; the reduce-scatter by
+    all_to_all sums what gloo's reduce_scatter sums, with the same bits on 2 ranks (a + b is
+    b + a), in another order on 3 (close, not equal, is all that is claimed there)."""
+    got = []
+    spawn_ranks("tests._zero_workers:large_collectives_bits", world, None,
+                on_message=lambda rank, msg: got.append(msg), timeout_s=120)  # fmt: skip
+    for dtype, (same_bits, close, gathered_same) in got[0].items():
+        assert gathered_same, dtype
+        assert close, dtype
+        if world == 2:
+            assert same_bits, dtype
+
+
 def test_parameters_without_gradients_in_some_micro_steps():
     """The LayerNorm is left out of some micro-steps: of the first only (its gradient arrives
     second), of the second only, and of a whole step (no gradient at all, a zero gradient as in
