@@ -160,6 +160,19 @@ def test_gloo_large_collectives_match_single_process_adamw(world, monkeypatch):
         assert _max_err(result) <= bound, (index, cases[index].stage)
 
 
+def test_gloo_large_bytes_from_the_environment(monkeypatch):
+    from dsbench.errors import UsageError
+    from dsbench.zero.comm import GLOO_LARGE_BYTES, gloo_large_bytes
+
+    monkeypatch.delenv("DSBENCH_GLOO_LARGE_BYTES", raising=False)
+    assert gloo_large_bytes() == GLOO_LARGE_BYTES
+    monkeypatch.setenv("DSBENCH_GLOO_LARGE_BYTES", " 0 ")
+    assert gloo_large_bytes() == 0
+    monkeypatch.setenv("DSBENCH_GLOO_LARGE_BYTES", "8MiB")
+    with pytest.raises(UsageError, match=r"DSBENCH_GLOO_LARGE_BYTES='8MiB': expected a whole"):
+        gloo_large_bytes()
+
+
 @pytest.mark.parametrize("world", [2, 3])
 def test_gloo_large_collectives_give_gloos_results(world):
     """The all-gather by broadcasts copies gloo's all_gather's bytes; the reduce-scatter by

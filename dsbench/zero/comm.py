@@ -52,7 +52,7 @@ import torch
 from dsbench.kernels import registry
 
 GLOO_LARGE_BYTES = 8 << 20
-"""Full tensors from this size on take gloo's all_reduce / broadcast path (Note above);
+"""Full tensors from this size on take the all_to_all / broadcast path (Note above);
 ``DSBENCH_GLOO_LARGE_BYTES`` overrides it (0: always; a huge value: never)."""
 
 
@@ -63,7 +63,9 @@ def gloo_large_bytes() -> int:
     if not text:
         return GLOO_LARGE_BYTES
     if not text.isdigit():
-        raise ValueError(
+        from dsbench.errors import UsageError
+
+        raise UsageError(
             f"DSBENCH_GLOO_LARGE_BYTES={text!r}: expected a whole number of bytes (0 or more)"
         )
     return int(text)
@@ -169,19 +171,16 @@ class Comm:
         its registry implementation's own call at every size."""
         if not self._gloo:
             return {}
+        runs = {
+            "reduce_scatter": "all_to_all_single + a sum in rank order",
+            "allgather": "one broadcast per rank's chunk",
+        }
         mib = f"{self._large_bytes / 2**20:g}"
-        out = {}
-        if self._native["reduce_scatter"]:
-            out["reduce_scatter"] = (
-                f"from {mib} MiB: all_to_all_single + a sum in rank order (gloo's "
-                "reduce_scatter is slower there)"
-            )
-        if self._native["allgather"]:
-            out["allgather"] = (
-                f"from {mib} MiB: one broadcast per rank's chunk (gloo's all_gather is slower "
-                "there)"
-            )
-        return out
+        return {
+            op: f"from {mib} MiB: {text} (gloo's own {op} is slower there)"
+            for op, text in runs.items()
+            if self._native[op]
+        }
 
     def shared_zeros(self, kind: str, numel: int, dtype: torch.dtype) -> torch.Tensor | None:
         """A zero-filled buffer that the collectives read in place (collective, waited for):
@@ -239,7 +238,7 @@ def _allgather_by_broadcast(output: torch.Tensor, input: torch.Tensor, group) ->
     mine = flat[r * n : (r + 1) * n]
     if mine.data_ptr() != input.data_ptr():
         mine.copy_(input.view(-1))
+    world = group is None or group is dist.group.WORLD
     for k in range(dist.get_world_size(group)):
-        world = group is None or group is dist.group.WORLD
         src = k if world else dist.get_global_rank(group, k)
         dist.broadcast(flat[k * n : (k + 1) * n], src=src, group=group)
