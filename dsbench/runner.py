@@ -288,7 +288,8 @@ def rank_worker(payload: dict, *, device: str, send: Callable) -> None:
         payload["ctx"], device=device, rank=dist.get_rank(), world_size=dist.get_world_size()
     )
     cases, config = payload["cases"], payload["config"]
-    for group in interleaved_groups(bench, cases, config.rounds):
+    groups = interleaved_groups(bench, cases, config.rounds)
+    for g, group in enumerate(groups):
         rounds = config.rounds if len(group) > 1 else 1
         round_config = config.per_round() if rounds > 1 else config
         parts: dict[int, list[Measurement]] = {i: [] for i in group}
@@ -316,6 +317,12 @@ def rank_worker(payload: dict, *, device: str, send: Callable) -> None:
                 counted[index] = Case(fn=_released, work=work, notes=case.notes | found)
                 del case
                 release_freed(ctx.device)
+        if g + 1 < len(groups):
+            # From here a death fails the next case's row: every rank names that case before
+            # rank 0's rows let the launcher report this group done (a rank killed while still
+            # freeing this group was otherwise named with a case whose row had arrived).
+            mark(doing=f"timing {case_id(bench.name, cases[groups[g + 1][0]])}")
+            dist.barrier()
         for index in group:
             row = final.get(index) or ok_row(
                 bench, cases[index], counted[index], merge(parts[index]), payload["profile"]
