@@ -6,6 +6,18 @@ y = x W^T + b with x [..., K], W [N, K]:
            dW = dY^T · X   (N x K),  db = sum_rows(dY)
 Each product goes through the registry's ``gemm``, so a Triton or CUDA GEMM serves training
 without the model knowing which one it got.
+
+Note [weight gradients in place]
+An engine that keeps every gradient in a buffer of its own (ZeRO's flat gradients,
+``dsbench.zero``) may give a weight a ``grad_sink``: a callable ``sink(a, b, gemm)`` that adds the
+weight-gradient product ``a @ b`` into the weight's place in that buffer and returns what backward
+hands autograd for the weight. Backward then calls it instead of computing ``dW`` into a new
+tensor that autograd adds into ``weight.grad`` (Megatron-LM's gradient-accumulation fusion: the
+GEMM writes where the gradient lives, with no temporary and no separate add, and no zeroing
+before a fresh accumulation). The sink is read when the forward runs, so a backward finishes the
+way its forward started. What the sink returns keeps autograd's bookkeeping whole: the weight's
+gradient hooks still run once per backward, after every use of the weight
+(``dsbench.zero.buckets.GradSlot`` says how).
 """
 
 from __future__ import annotations
@@ -25,6 +37,7 @@ class _GemmLinear(torch.autograd.Function):
             y = y + bias
         ctx.save_for_backward(x2, weight)
         ctx.gemm, ctx.has_bias, ctx.x_shape = gemm, bias is not None, x.shape
+        ctx.grad_sink = getattr(weight, "grad_sink", None)  # Note [weight gradients in place]
         return y.reshape(*x.shape[:-1], weight.shape[0])
 
     @staticmethod
@@ -35,7 +48,8 @@ class _GemmLinear(torch.autograd.Function):
         if ctx.needs_input_grad[0]:
             grad_x = ctx.gemm(gy, weight).reshape(ctx.x_shape)
         if ctx.needs_input_grad[1]:
-            grad_w = ctx.gemm(gy.t(), x2)
+            sink = ctx.grad_sink
+            grad_w = ctx.gemm(gy.t(), x2) if sink is None else sink(gy.t(), x2, ctx.gemm)
         if ctx.has_bias and ctx.needs_input_grad[2]:
             grad_b = gy.sum(0)
         return grad_x, grad_w, grad_b, None

@@ -7,14 +7,21 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from dsbench.kernels import autograd
 from dsbench.zero.engine import ZeroEngine, ZeroSettings
 
 IN, HID, OUT = 12, 37, 5  # odd sizes: buckets and shards do not divide evenly
 
 
-def make_model(seed: int = 0) -> nn.Module:
+def make_model(seed: int = 0, layers: str = "torch") -> nn.Module:
+    """``layers``: "torch" (nn.Linear), "gemm" (kernels.autograd.Linear, whose weight gradients
+    the engine writes in place: Note [weight gradients in place]) or "gemm-shared" (those, and
+    loss_fn uses both weights a second time)."""
     torch.manual_seed(seed)
-    return nn.Sequential(nn.Linear(IN, HID), nn.GELU(), nn.LayerNorm(HID), nn.Linear(HID, OUT))
+    lin = nn.Linear if layers == "torch" else autograd.Linear
+    model = nn.Sequential(lin(IN, HID), nn.GELU(), nn.LayerNorm(HID), lin(HID, OUT))
+    model.shared = layers == "gemm-shared"
+    return model
 
 
 def batch(step: int, micro: int, rank: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -26,8 +33,13 @@ def loss_fn(model, x, y, skip_norm: bool = False):
     """MSE of the model's output; ``skip_norm``: without the LayerNorm (its parameters get no
     gradient from this micro-step)."""
     if skip_norm:
-        return nn.functional.mse_loss(model[3](model[1](model[0](x))), y)
-    return nn.functional.mse_loss(model(x), y)
+        loss = nn.functional.mse_loss(model[3](model[1](model[0](x))), y)
+    else:
+        loss = nn.functional.mse_loss(model(x), y)
+    if getattr(model, "shared", False):  # a second GEMM on the first weight, a plain op on the last
+        w0, w3 = model[0].weight, model[3].weight
+        loss = loss + 1e-2 * autograd.linear(x, w0).square().mean() + 1e-2 * w3.square().sum()
+    return loss
 
 
 def reference(
@@ -37,12 +49,13 @@ def reference(
     micro_bs: int,
     scheduler: dict | None = None,
     skip: frozenset = frozenset(),
+    layers: str = "torch",
 ) -> dict:
     """Single process, fp32, torch.optim.AdamW on the global batch; ``scheduler`` (a ds_config
     ``scheduler`` section): DeepSpeed's own scheduler class, stepped after each optimizer step;
     ``skip``: the (step, micro-step) pairs whose loss leaves out the LayerNorm (a parameter
     without a gradient for a whole step counts as a zero gradient, as in ZeRO engines)."""
-    model = make_model()
+    model = make_model(layers=layers)
     opt = torch.optim.AdamW(
         model.parameters(),
         lr=settings.lr,
@@ -81,9 +94,15 @@ def train(payload, *, device, send):
     rank, world = dist.get_rank(), dist.get_world_size()
     schedulers = payload.get("schedulers") or [None] * len(payload["cases"])
     skip = frozenset(payload.get("skip", ()))
+    layers = payload.get("layers", "torch")
     for index, settings in enumerate(payload["cases"]):
-        model = make_model(seed=rank)  # different init per rank: the engine broadcasts rank 0's
+        # different init per rank: the engine broadcasts rank 0's
+        model = make_model(seed=rank, layers=layers)
         engine = ZeroEngine(model, settings)
+        sinks = sum(hasattr(p, "grad_sink") for p in model.parameters())
+        if not payload.get("sinks", True):  # weight gradients through autograd's own add
+            for p in model.parameters():
+                vars(p).pop("grad_sink", None)
         for step in range(steps):
             for micro in range(settings.grad_accum):
                 x, y = batch(step, micro, rank, micro_bs)
@@ -98,10 +117,11 @@ def train(payload, *, device, send):
             "scale": settings.loss_scaler.scale if settings.loss_scaler is not None else None,
             "params_replicated": engine._params_replicated or engine._units_resident,
             "large_collectives": engine.comm.large_calls,
+            "sinks": sinks,
         }
         engine.destroy()
         if rank == 0:
-            ref = reference(settings, steps, world, micro_bs, schedulers[index], skip)
+            ref = reference(settings, steps, world, micro_bs, schedulers[index], skip, layers)
             send({"index": index, "state": state, "reference": ref, **counts})
 
 

@@ -54,12 +54,15 @@ FP16_CASES = [
 FP16_ATOL = 2e-2
 
 
-def _run(world: int, cases: list[ZeroSettings], steps: int = 3, skip=()) -> dict[int, dict]:
+def _run(
+    world: int, cases: list[ZeroSettings], steps: int = 3, skip=(), **options
+) -> dict[int, dict]:
+    """``options``: ``layers`` and ``sinks`` for tests._zero_workers.train."""
     got: dict[int, dict] = {}
     spawn_ranks(
         "tests._zero_workers:train",
         world,
-        {"cases": cases, "steps": steps, "micro_bs": 4, "skip": list(skip)},
+        {"cases": cases, "steps": steps, "micro_bs": 4, "skip": list(skip), **options},
         on_message=lambda rank, msg: got.__setitem__(msg["index"], msg),
         timeout_s=600,
     )
@@ -201,6 +204,40 @@ def test_parameters_without_gradients_in_some_micro_steps():
     ]
     for index, result in _run(2, cases, steps=4, skip=skip).items():
         assert _max_err(result, steps=4) <= 1e-5, (index, cases[index].stage)
+
+
+GEMM_CASES = [
+    dataclasses.replace(BASE, stage=stage, grad_accum=3, overlap_comm=overlap, kernels=kernels)
+    for stage in (0, 1, 2)
+    for overlap, kernels in ((True, {}), (False, {}), (True, SHM))
+] + [dataclasses.replace(BASE, stage=1, grad_accum=2, dtype=torch.bfloat16)]
+GEMM_SKIP = [(0, 0), (1, 2), (2, 0), (2, 1), (2, 2)]
+
+
+def test_weight_gradients_in_place_give_autograds_bits():
+    """Note [weight gradients in place] (kernels/autograd.py): with GEMM-backed linear layers
+    the engine's flat-gradient slots take the weight-gradient product directly (written into a
+    stale slot, added into an accumulating one); the same bits as the product added by
+    autograd, on every stage with a flat gradient buffer, with and without overlap, gloo and
+    shm, three micro-steps with the LayerNorm left out of some (stale slots that nothing
+    overwrites), fp32 and bf16. Both match single-process AdamW."""
+    kw = dict(steps=3, skip=GEMM_SKIP, layers="gemm")
+    fused, plain = _run(2, GEMM_CASES, **kw), _run(2, GEMM_CASES, sinks=False, **kw)
+    for index, case in enumerate(GEMM_CASES):
+        a, b = fused[index], plain[index]
+        assert a["sinks"] == 6, index  # every parameter has a slot
+        assert all(torch.equal(a["state"][k], b["state"][k]) for k in a["state"]), index
+        bound = 1e-5 if case.dtype == torch.float32 else BF16_ATOL
+        assert _max_err(a) <= bound, (index, case.stage)
+
+
+def test_weight_gradients_in_place_with_weights_used_twice():
+    """A weight used by two GEMM-backed products in one backward (the second product goes
+    through autograd, added to the slot's alias) and one also used by a plain op (autograd sums
+    it with the alias; the slot copies the sum in): single-process AdamW's results."""
+    cases = [dataclasses.replace(BASE, stage=s, grad_accum=2, overlap_comm=True) for s in (0, 1, 2)]
+    for index, result in _run(2, cases, layers="gemm-shared").items():
+        assert _max_err(result) <= 1e-5, (index, cases[index].stage)
 
 
 def test_fp16_overflow_skips_steps_and_lowers_the_scale():

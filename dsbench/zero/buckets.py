@@ -1,5 +1,6 @@
 """The engine's unit of layout and reduction: a bucket of parameters flattened into one padded
-run, and a submitted gradient reduction (:mod:`dsbench.zero.engine`)."""
+run, each parameter's slot in the flat gradient buffer, and a submitted gradient reduction
+(:mod:`dsbench.zero.engine`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
+
+from dsbench.kernels.reference import gemm as _TORCH_GEMM
 
 
 class Bucket:
@@ -24,6 +27,8 @@ class Bucket:
         self.owned = self.padded // world if sharded else self.numel
         self.lo = rank * self.owned if sharded else 0
         self.start = 0  # stages 0-2: where the run begins in the engine's flat buffers
+        # the parameters' places in the flat gradient buffer, where there is one (stages 0-2)
+        self.slots: list[GradSlot] = []
         # backward: gradients that arrived, and whether the bucket was reduced (late hooks of
         # this backward are then ignored); both reset at the end of each backward
         self.arrived = 0
@@ -69,6 +74,76 @@ class Bucket:
             setattr(p, attr, flat[off : off + n].view(shape))
 
 
+class GradSlot:
+    """A parameter's place in the engine's flat gradient buffer (stages 0-2 with
+    ``contiguous_gradients``), and whether it holds anything of the current accumulation.
+
+    Outside backward the parameter's ``grad`` is ``view``, or None while the slot is *stale*:
+    its gradient was reduced (stage 2, every micro-step) or stepped (stages 0-1), and the next
+    one overwrites it instead of adding to it, so nothing zeroes the buffer (what that saves:
+    Note [gradients overwrite stale slots] in :mod:`dsbench.zero.engine`). A stale slot's
+    parameter has no ``grad``, so autograd hands its next gradient over without adding it
+    anywhere, and :meth:`landed` copies it in.
+
+    It is also the weight's ``grad_sink`` (Note [weight gradients in place] in
+    ``kernels/autograd.py``): the weight-gradient GEMM of a backward's first use of the weight
+    writes into ``view`` directly (``torch.mm(out=)`` when stale, ``addmm_`` otherwise, for
+    torch's GEMM on CPUs; else the product, copied or added), then the slot clears ``grad`` and
+    returns a new alias of ``view``. Autograd adds any other use's gradient to that alias
+    out of place (its storage is shared), and hands the alias, or that sum, to the parameter's
+    empty ``grad``; :meth:`landed` then finds either ``view`` itself or a sum that it copies
+    into ``view``. Later uses in the same backward return their product for autograd to add.
+    The bits are those of computing the product and adding it to the zeroed or accumulated
+    buffer (``tests/test_zero_engine.py``)."""
+
+    def __init__(self, param: nn.Parameter, view: torch.Tensor):
+        self.param = param
+        self.view = view  # shaped like the parameter
+        self.stale = False
+        self.written = False  # a weight-gradient GEMM wrote into view during this backward
+
+    def __call__(self, a: torch.Tensor, b: torch.Tensor, gemm) -> torch.Tensor:
+        """The weight's gradient ``a @ b`` from a linear layer's backward (see class)."""
+        if self.written:  # the weight's second use in this backward: autograd adds it
+            return gemm(a, b)
+        self.written = True
+        v = self.view
+        direct = gemm is _TORCH_GEMM and v.device.type == "cpu"
+        if self.stale:
+            if direct:
+                torch.mm(a, b, out=v)
+            else:
+                v.copy_(gemm(a, b))
+        elif direct and v.dtype == torch.float32:  # the same bits as v + a @ b (fp32, CPU)
+            v.addmm_(a, b)
+        else:
+            v.add_(gemm(a, b))
+        self.stale = False
+        self.param.grad = None  # autograd hands over the alias instead of adding it to v
+        return v.view(v.shape)
+
+    def landed(self) -> None:
+        """After autograd accumulated the parameter's gradient: ``view`` holds it, and is the
+        parameter's ``grad``."""
+        g = self.param.grad
+        if g is not None and g.data_ptr() != self.view.data_ptr():
+            self.view.copy_(g)  # the first gradient into a stale slot, or a sum with an alias
+        self.param.grad = self.view
+        self.stale = False
+
+    def clear(self) -> None:
+        """Nothing of the next accumulation is here yet: the next gradient overwrites it."""
+        self.stale = True
+        self.param.grad = None
+
+    def zero(self) -> None:
+        """No gradient arrived before the slot is reduced: zeros, as a buffer zeroed for it."""
+        if self.stale:
+            self.view.zero_()
+            self.param.grad = self.view
+            self.stale = False
+
+
 @dataclass
 class Reduction:
     """A bucket's gradient reduction, submitted; the engine's ``_land`` finishes it."""
@@ -78,4 +153,4 @@ class Reduction:
     full: torch.Tensor  # the bucket's full gradient run that was reduced
     add: bool  # add into the owned fp32 gradient (a later micro-step, stage >= 2), not write it
     fresh: bool  # ``out`` is a buffer of its own (may be scaled in place)
-    zero_full: bool  # zero ``full`` once reduced: a view of the flat gradient buffer (stage >= 2)
+    clear_slots: bool  # ``full`` is the flat gradient buffer's, cleared once reduced (stage >= 2)

@@ -62,7 +62,7 @@ from torch import nn
 
 from dsbench.errors import UsageError
 from dsbench.kernels import registry
-from dsbench.zero.buckets import Bucket, Reduction
+from dsbench.zero.buckets import Bucket, GradSlot, Reduction
 from dsbench.zero.comm import Comm, Handle
 from dsbench.zero.offload import HOST, HostCopies
 from dsbench.zero.settings import ZeroSettings
@@ -255,6 +255,9 @@ class ZeroEngine(Stage3):
             b.bind(view)
             if self.flat_grads is not None:
                 b.bind(self.flat_grads[start : start + b.padded], "grad")
+                b.slots = [GradSlot(p, p.grad) for p in b.params]
+                for slot in b.slots:  # Note [weight gradients in place] (kernels/autograd.py)
+                    slot.param.grad_sink = slot
             start += b.padded
         if self._params_replicated:  # every rank wrote the same weights; nobody reads early
             self.comm.fence().wait()
@@ -317,11 +320,26 @@ class ZeroEngine(Stage3):
 
     # ------------------------------------------------------------------ backward
 
+    # Note [gradients overwrite stale slots]
+    # With a flat gradient buffer (stages 0-2, contiguous_gradients) each parameter's slice is a
+    # GradSlot (dsbench.zero.buckets). Once a slot's gradient is reduced (stage 2, every
+    # micro-step) or stepped (stages 0-1), the slot is stale and its parameter's grad None, and
+    # the next gradient is written over it rather than added to zeros: autograd hands a stale
+    # parameter its gradient without adding it anywhere and the slot copies it in, and a
+    # GEMM-backed linear layer writes its weight gradient there directly (Note [weight
+    # gradients in place], kernels/autograd.py), added in place once the slot accumulates. So
+    # the buffer is never zeroed, no weight-gradient product is allocated, and autograd adds
+    # nothing; a slot no gradient reached before its reduction is zeroed then. The bits are
+    # those of zeroing and adding (tests/test_zero_engine.py).
+
     def _register_grad_hooks(self) -> None:
         for b in self.buckets + self.units:
-            for p in b.params:
+            slots = b.slots or [None] * len(b.params)
+            for p, slot in zip(b.params, slots, strict=True):
                 self._hooks.append(
-                    p.register_post_accumulate_grad_hook(lambda p, b=b: self._grad_ready(b))
+                    p.register_post_accumulate_grad_hook(
+                        lambda p, b=b, slot=slot: self._grad_ready(b, slot)
+                    )
                 )
 
     def _boundary(self) -> bool:
@@ -331,7 +349,9 @@ class ZeroEngine(Stage3):
         """Stage 0/1 reduce at the accumulation boundary; stage 2/3 every micro-step."""
         return self.settings.stage >= 2 or self._boundary()
 
-    def _grad_ready(self, b: Bucket) -> None:
+    def _grad_ready(self, b: Bucket, slot: GradSlot | None = None) -> None:
+        if slot is not None:  # into the flat buffer (Note [gradients overwrite stale slots])
+            slot.landed()
         if b.reduced:  # a late hook in this backward (a parameter used twice)
             return
         b.arrived += 1
@@ -368,9 +388,9 @@ class ZeroEngine(Stage3):
             out = full[b.lo : b.lo + b.owned]
             handle = self.comm.allreduce(full)
             fresh = False
-        # reduced every micro-step (stage >= 2): the next micro-step starts from a zeroed buffer
-        zero_full = s.stage >= 2 and contiguous
-        self._pending.append((handle, Reduction(b, out, full, add, fresh, zero_full)))
+        # reduced every micro-step (stage >= 2): the next micro-step's gradients overwrite it
+        clear_slots = s.stage >= 2 and contiguous
+        self._pending.append((handle, Reduction(b, out, full, add, fresh, clear_slots)))
         if not s.overlap_comm:
             self._drain()
 
@@ -388,8 +408,9 @@ class ZeroEngine(Stage3):
             b.grad.add_(g)
         elif g is not b.grad:
             b.grad.copy_(g)
-        if r.zero_full:
-            r.full.zero_()
+        if r.clear_slots:
+            for slot in b.slots:
+                slot.clear()
         if isinstance(b, Unit) and not self._keep_until_step():  # Note [stage-3 reuse]
             self._release(b)
 
@@ -408,8 +429,12 @@ class ZeroEngine(Stage3):
         (loss * scale).backward()
         for b in self.buckets + self.units:  # buckets whose hooks did not all fire (unused params)
             if not b.reduced and self._reduces_now(b):
+                for slot in b.slots:  # stale: no gradient arrived
+                    slot.zero()
                 self._reduce(b)
             b.arrived, b.reduced = 0, False
+            for slot in b.slots:
+                slot.written = False
         self._drain()
         if self._host is not None:
             self._host.flush()
@@ -497,8 +522,9 @@ class ZeroEngine(Stage3):
             self.skipped_steps += 1
         for b in owned:  # the next accumulation's first reduction overwrites the gradient
             b.grad_empty = True
-        if self.flat_grads is not None and self.settings.stage <= 1:  # stage 2 zeroes per bucket
-            self.flat_grads.zero_()
+            if self.settings.stage <= 1:  # and its first gradients the flat buffer (stage 2:
+                for slot in b.slots:  # per micro-step, in _land)
+                    slot.clear()
         return applied and not overflow
 
     def _publish_params(self) -> None:
@@ -568,5 +594,8 @@ class ZeroEngine(Stage3):
         for h in self._hooks:
             h.remove()
         self._hooks.clear()
+        for b in self.buckets:
+            for slot in b.slots:
+                vars(slot.param).pop("grad_sink", None)
         self.comm.close()
         registry.release_workspaces()
