@@ -118,6 +118,7 @@ def train(payload, *, device, send):
             "params_replicated": engine._params_replicated or engine._units_resident,
             "large_collectives": engine.comm.large_calls,
             "sinks": sinks,
+            "staged": sum(len(pool) for pool in engine._grad_pool.values()),
         }
         engine.destroy()
         if rank == 0:

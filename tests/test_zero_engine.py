@@ -208,24 +208,34 @@ def test_parameters_without_gradients_in_some_micro_steps():
 
 GEMM_CASES = [
     dataclasses.replace(BASE, stage=stage, grad_accum=3, overlap_comm=overlap, kernels=kernels)
-    for stage in (0, 1, 2)
-    for overlap, kernels in ((True, {}), (False, {}), (True, SHM))
-] + [dataclasses.replace(BASE, stage=1, grad_accum=2, dtype=torch.bfloat16)]
+    for stage in (0, 1, 2, 3)
+    for overlap, kernels in ((True, {}), (False, {}), (True, SHM), (False, SHM))
+] + [
+    dataclasses.replace(BASE, stage=1, grad_accum=2, dtype=torch.bfloat16),
+    dataclasses.replace(BASE, stage=3, grad_accum=2, dtype=torch.bfloat16, kernels=SHM),
+    # stage 3 releasing each unit after its forward, gathered again for its backward
+    dataclasses.replace(BASE, stage=3, grad_accum=2, max_reuse_distance=0, kernels=SHM),
+]
 GEMM_SKIP = [(0, 0), (1, 2), (2, 0), (2, 1), (2, 2)]
 
 
 def test_weight_gradients_in_place_give_autograds_bits():
     """Note [weight gradients in place] (kernels/autograd.py): with GEMM-backed linear layers
-    the engine's flat-gradient slots take the weight-gradient product directly (written into a
+    the engine's gradient slots take the weight-gradient product directly (written into a
     stale slot, added into an accumulating one); the same bits as the product added by
-    autograd, on every stage with a flat gradient buffer, with and without overlap, gloo and
-    shm, three micro-steps with the LayerNorm left out of some (stale slots that nothing
-    overwrites), fp32 and bf16. Both match single-process AdamW."""
+    autograd, on every stage with a flat gradient buffer, and at stage 3 with shm, whose units
+    stage their gradients in pooled buffers (Note [stage-3 staged gradients]); with and without
+    overlap, gloo and shm, three micro-steps with the LayerNorm left out of some (stale slots
+    that nothing overwrites), fp32 and bf16. Both match single-process AdamW."""
     kw = dict(steps=3, skip=GEMM_SKIP, layers="gemm")
     fused, plain = _run(2, GEMM_CASES, **kw), _run(2, GEMM_CASES, sinks=False, **kw)
     for index, case in enumerate(GEMM_CASES):
         a, b = fused[index], plain[index]
-        assert a["sinks"] == 6, index  # every parameter has a slot
+        # every parameter has a slot at stages 0-2; at stage 3 with shm the units' (the two
+        # weights: the rest persist), and they were staged
+        staged = case.stage == 3 and case.kernels == SHM
+        assert a["sinks"] == (6 if case.stage < 3 else 2 if staged else 0), index
+        assert a["staged"] == (2 if staged else 0), index
         assert all(torch.equal(a["state"][k], b["state"][k]) for k in a["state"]), index
         bound = 1e-5 if case.dtype == torch.float32 else BF16_ATOL
         assert _max_err(a) <= bound, (index, case.stage)

@@ -96,15 +96,18 @@ class GradSlot:
     The bits are those of computing the product and adding it to the zeroed or accumulated
     buffer (``tests/test_zero_engine.py``)."""
 
-    def __init__(self, param: nn.Parameter, view: torch.Tensor):
+    def __init__(self, param: nn.Parameter, view: torch.Tensor | None):
         self.param = param
-        self.view = view  # shaped like the parameter
+        # shaped like the parameter; None: no place now (a stage-3 unit's slots have one only
+        # from its backward to its reduction, Note [stage-3 staged gradients]), and the
+        # parameter's gradient goes through autograd as without a slot
+        self.view = view
         self.stale = False
         self.written = False  # a weight-gradient GEMM wrote into view during this backward
 
     def __call__(self, a: torch.Tensor, b: torch.Tensor, gemm) -> torch.Tensor:
         """The weight's gradient ``a @ b`` from a linear layer's backward (see class)."""
-        if self.written:  # the weight's second use in this backward: autograd adds it
+        if self.written or self.view is None:  # a second use: autograd adds it
             return gemm(a, b)
         self.written = True
         v = self.view
@@ -125,6 +128,8 @@ class GradSlot:
     def landed(self) -> None:
         """After autograd accumulated the parameter's gradient: ``view`` holds it, and is the
         parameter's ``grad``."""
+        if self.view is None:
+            return
         g = self.param.grad
         if g is not None and g.data_ptr() != self.view.data_ptr():
             self.view.copy_(g)  # the first gradient into a stale slot, or a sum with an alias
@@ -138,7 +143,7 @@ class GradSlot:
 
     def zero(self) -> None:
         """No gradient arrived before the slot is reduced: zeros, as a buffer zeroed for it."""
-        if self.stale:
+        if self.stale and self.view is not None:
             self.view.zero_()
             self.param.grad = self.view
             self.stale = False

@@ -145,6 +145,8 @@ class ZeroEngine(Stage3):
         self._recording = True
         # released units' gather buffers by size, for the next gathers (CPUs; Stage3._recycle)
         self._gather_pool: dict[int, list[torch.Tensor]] = {}
+        # landed units' gradient buffers by unit size (Note [stage-3 staged gradients])
+        self._grad_pool: dict[int, list[torch.Tensor]] = {}
         # optimizer state: flat fp32 runs over every owned slice, and Adam's step per bucket
         self._master_flat: torch.Tensor | None = None  # None: every master is the parameter
         self._grad_flat: torch.Tensor | None = None
@@ -366,6 +368,8 @@ class ZeroEngine(Stage3):
         contiguous = self.flat_grads is not None and not unit
         if contiguous:  # the gradients are this view of the flat buffer
             full = self.flat_grads[b.start : b.start + b.padded]
+        elif unit and b.grad_buffer is not None:  # Note [stage-3 staged gradients]
+            full = b.grad_buffer
         else:
             full = b.flat_grads(self.dtype, self.device)
             for p in b.params:
@@ -411,8 +415,11 @@ class ZeroEngine(Stage3):
         if r.clear_slots:
             for slot in b.slots:
                 slot.clear()
-        if isinstance(b, Unit) and not self._keep_until_step():  # Note [stage-3 reuse]
-            self._release(b)
+        if isinstance(b, Unit):
+            if b.grad_buffer is not None:
+                self._unstage_grads(b)
+            if not self._keep_until_step():  # Note [stage-3 reuse]
+                self._release(b)
 
     def _drain(self) -> None:
         for handle, reduction in self._pending:
@@ -594,7 +601,7 @@ class ZeroEngine(Stage3):
         for h in self._hooks:
             h.remove()
         self._hooks.clear()
-        for b in self.buckets:
+        for b in self.buckets + self.units:
             for slot in b.slots:
                 vars(slot.param).pop("grad_sink", None)
         self.comm.close()

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from dsbench.zero.buckets import Bucket
+from dsbench.zero.buckets import Bucket, GradSlot
 from dsbench.zero.comm import Handle
 
 # Note [stage-3 reuse]
@@ -28,6 +28,19 @@ from dsbench.zero.comm import Handle
 #   (their contents are stale then).
 # A forward run again inside backward (activation checkpointing) keeps its unit gathered for the
 # backward that follows; its reduction releases it, by the second rule.
+
+
+# Note [stage-3 staged gradients]
+# With resident units (below), a unit's gradients are written into a buffer that the
+# reduce-scatter reads in place (shm's symmetric buffers): taken from a pool when the unit's
+# backward starts (ZeroEngine._stage_grads), its parameters' GradSlots pointed into it, and
+# returned once the unit's reduction landed. So, as at stages 1-2 (Note [gradients overwrite
+# stale slots] in dsbench.zero.engine), a GEMM-backed weight's gradient is written there by
+# its backward with nothing allocated, and the reduce-scatter copies nothing in. The pool holds
+# as many buffers per size as were ever in flight at once (one per unit being reduced while
+# the next one's backward runs), as DeepSpeed's stage 3 reduces through a bounded bucket: full
+# gradients are never kept for every unit. Each rank takes and returns buffers in the same
+# order (program order), so every rank passes the same buffer to each reduce-scatter.
 
 
 # Note [stage-3 resident]
@@ -73,6 +86,9 @@ class Unit(Bucket):
         # the one copy per host that every rank maps (shm collectives, Note [stage-3 resident]):
         # always gathered, never released; ``shard`` is this rank's slice of it
         self.resident: torch.Tensor | None = None
+        # its gradients' buffer from its backward to its reduction (Note [stage-3 staged
+        # gradients]); None: autograd's own tensors
+        self.grad_buffer: torch.Tensor | None = None
 
 
 class Stage3:
@@ -112,6 +128,10 @@ class Stage3:
             self._release(unit)
         if resident is not None:  # every rank wrote the same weights; nobody reads early
             self.comm.fence().wait()
+            for unit in self.units:  # Note [stage-3 staged gradients]
+                unit.slots = [GradSlot(p, None) for p in unit.params]
+                for slot in unit.slots:
+                    slot.param.grad_sink = slot
         if persistent:
             self._build_buckets(persistent)
         for unit in self.units:
@@ -244,6 +264,29 @@ class Stage3:
                 if isinstance(t, torch.Tensor) and t.requires_grad:
                     t.register_hook(lambda grad, u=unit: self._pre_backward(u))
 
+    def _stage_grads(self, unit: Unit) -> None:
+        """Point ``unit``'s gradient slots into a pooled buffer the reduce-scatter reads in
+        place (Note [stage-3 staged gradients]); nothing without slots, or once staged."""
+        if not unit.slots or unit.grad_buffer is not None:
+            return
+        pooled = self._grad_pool.get(unit.numel)  # by size: the padding is never written
+        buffer = pooled.pop() if pooled else self._flat("symmetric", unit.padded)[0]
+        unit.grad_buffer = buffer
+        for slot, off, n, shape in zip(
+            unit.slots, unit.offsets, unit.numels, unit.shapes, strict=True
+        ):
+            slot.view = buffer[off : off + n].view(shape)
+            slot.clear()
+
+    def _unstage_grads(self, unit: Unit) -> None:
+        """``unit``'s reduction landed: its buffer back to the pool, its slots placeless."""
+        for slot in unit.slots:
+            slot.clear()
+            slot.view = None
+        self._grad_pool.setdefault(unit.numel, []).append(unit.grad_buffer)
+        unit.grad_buffer = None
+
     def _pre_backward(self, unit: Unit) -> None:
+        self._stage_grads(unit)
         self._gather(unit)
         self._prefetch(unit, self._order[::-1])
