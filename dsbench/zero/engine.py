@@ -131,7 +131,7 @@ class ZeroEngine(Stage3):
         self._pending: list[tuple[Handle, Reduction]] = []
         self._hooks: list = []
         # layout (stages 0-2, and stage 3's persistent parameters): buckets over one flat
-        # parameter buffer and, with contiguous_gradients, one flat gradient buffer
+        # parameter buffer and, with contiguous_gradients below stage 3, one flat gradient buffer
         self.buckets: list[Bucket] = []
         self.flat_params: torch.Tensor | None = None
         self.flat_grads: torch.Tensor | None = None
@@ -229,8 +229,7 @@ class ZeroEngine(Stage3):
         return groups
 
     def _build_buckets(self, params: list[nn.Parameter]) -> None:
-        """Stages 0–2 (and stage 3's persistent parameters): full parameters live in one flat
-        buffer, bucket by bucket."""
+        """Stages 0–2: full parameters live in one flat buffer, bucket by bucket."""
         s, sharded = self.settings, self.settings.stage >= 1
         self.buckets = [
             Bucket(g, self.world, self.rank, sharded)
@@ -245,13 +244,10 @@ class ZeroEngine(Stage3):
             "replicated" if zero_copy else None, total
         )
         self.flat_grads = None
-        if s.contiguous_gradients:
+        if s.stage <= 2 and s.contiguous_gradients:
             # Gradients accumulate in place into one flat buffer (each parameter's .grad is a
-            # view; at stage 3, of its persistent parameters). Stages 2-3 reduce it every
-            # micro-step and clear each bucket's slots once reduced (Note [gradients overwrite
-            # stale slots]); with resident stage-3 units (shm) it is read in place, as at 1-2.
-            in_place = zero_copy or self._units_resident
-            kind = "symmetric" if in_place and s.reduce_scatter else None
+            # view). Stage 2 reduces it every micro-step and zeroes each bucket once reduced.
+            kind = "symmetric" if zero_copy and s.reduce_scatter else None
             self.flat_grads, _ = self._flat(kind, total)
         start = 0
         for b in self.buckets:
@@ -327,10 +323,9 @@ class ZeroEngine(Stage3):
     # ------------------------------------------------------------------ backward
 
     # Note [gradients overwrite stale slots]
-    # With a flat gradient buffer (contiguous_gradients; at stage 3 for its persistent
-    # parameters) each parameter's slice is a GradSlot (dsbench.zero.buckets). Once a slot's
-    # gradient is reduced (stages 2-3, every micro-step) or stepped (stages 0-1), the slot is
-    # stale and its parameter's grad None, and
+    # With a flat gradient buffer (stages 0-2, contiguous_gradients) each parameter's slice is a
+    # GradSlot (dsbench.zero.buckets). Once a slot's gradient is reduced (stage 2, every
+    # micro-step) or stepped (stages 0-1), the slot is stale and its parameter's grad None, and
     # the next gradient is written over it rather than added to zeros: autograd hands a stale
     # parameter its gradient without adding it anywhere and the slot copies it in, and a
     # GEMM-backed linear layer writes its weight gradient there directly (Note [weight
