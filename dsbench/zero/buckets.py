@@ -27,7 +27,8 @@ class Bucket:
         self.owned = self.padded // world if sharded else self.numel
         self.lo = rank * self.owned if sharded else 0
         self.start = 0  # stages 0-2: where the run begins in the engine's flat buffers
-        # the parameters' places in the flat gradient buffer, where there is one (stages 0-2)
+        # the parameters' places in the flat gradient buffer (stages 0-2), or in a stage-3
+        # unit's staged gradients (Note [stage-3 staged gradients]); empty: neither
         self.slots: list[GradSlot] = []
         # backward: gradients that arrived, and whether the bucket was reduced (late hooks of
         # this backward are then ignored); both reset at the end of each backward
@@ -76,10 +77,11 @@ class Bucket:
 
 class GradSlot:
     """A parameter's place in the engine's flat gradient buffer (stages 0-2 with
-    ``contiguous_gradients``), and whether it holds anything of the current accumulation.
+    ``contiguous_gradients``) or in a stage-3 unit's staged gradients, and whether it holds
+    anything of the current accumulation.
 
     Outside backward the parameter's ``grad`` is ``view``, or None while the slot is *stale*:
-    its gradient was reduced (stage 2, every micro-step) or stepped (stages 0-1), and the next
+    its gradient was reduced (stages 2-3, every micro-step) or stepped (stages 0-1), and the next
     one overwrites it instead of adding to it, so nothing zeroes the buffer (what that saves:
     Note [gradients overwrite stale slots] in :mod:`dsbench.zero.engine`). A stale slot's
     parameter has no ``grad``, so autograd hands its next gradient over without adding it
