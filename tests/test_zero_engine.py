@@ -250,21 +250,6 @@ def test_weight_gradients_in_place_with_weights_used_twice():
         assert _max_err(result) <= 1e-5, (index, cases[index].stage)
 
 
-@pytest.mark.parametrize("world", [2, 3, 7])
-def test_a_later_micro_steps_gradient_lands_with_the_bits_of_dividing_first(world):
-    """ZeroEngine._land adds a later micro-step's reduced gradient as grad.addcdiv_(sum, world)
-    in one pass: the same bits as dividing the sum by the world size and adding it, over fp32
-    magnitudes from 1e-30 to 1e30."""
-    gen = torch.Generator().manual_seed(world)
-    n = 100_003
-    grad, total = (
-        torch.randn(n, generator=gen) * 10.0 ** torch.randint(-30, 30, (n,), generator=gen)
-        for _ in range(2)
-    )
-    fused = grad.clone().addcdiv_(total, torch.tensor(float(world)))
-    assert torch.equal(fused, grad + total / world)
-
-
 def test_fp16_overflow_skips_steps_and_lowers_the_scale():
     """A 2**40 scale overflows fp16 gradients: those steps are skipped on every rank (weights
     untouched), the scale halves after `hysteresis` overflows, then training proceeds."""

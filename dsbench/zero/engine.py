@@ -129,7 +129,6 @@ class ZeroEngine(Stage3):
         self._grad_sq_norm: torch.Tensor | None = None  # the last step's, when computed
         # backward: reductions submitted and not yet landed; hooks to remove on destroy
         self._pending: list[tuple[Handle, Reduction]] = []
-        self._world_t: dict[torch.device, torch.Tensor] = {}
         self._hooks: list = []
         # layout (stages 0-2, and stage 3's persistent parameters): buckets over one flat
         # parameter buffer and, with contiguous_gradients below stage 3, one flat gradient buffer
@@ -273,12 +272,10 @@ class ZeroEngine(Stage3):
             return buf, True
         return torch.zeros(numel, dtype=self.dtype, device=self.device), False
 
-    def _before_param_writes(self, met: bool = False) -> None:
+    def _before_param_writes(self) -> None:
         """Replicated parameters (one copy per host): wait until no rank still reads them (its
-        forward and backward are done) before any rank writes its updated slice. ``met``: every
-        rank has just been through a collective issued after its backward (the step's norm
-        all-reduce), so none still reads them and no further wait is needed."""
-        if (self._params_replicated or self._units_resident) and not met:
+        forward and backward are done) before any rank writes its updated slice."""
+        if self._params_replicated or self._units_resident:
             self.comm.fence().wait()
 
     # ------------------------------------------------------------------ optimizer state
@@ -409,15 +406,8 @@ class ZeroEngine(Stage3):
         """The reduced gradient into the bucket's fp32 owned gradient (host memory with
         offload_optimizer)."""
         b, out = r.bucket, r.out
-        divide = self.dtype != torch.float16  # fp16 was divided before the sum
-        if r.add and divide and out.dtype == b.grad.dtype and out.device == b.grad.device:
-            # a later micro-step: grad += out / world in one pass (the bits of dividing first,
-            # tests/test_zero_engine.py), not a division pass and then an add
-            b.grad.addcdiv_(out, self._world_tensor(out.device))
-            self._after_land(b, r)
-            return
         g = out.float() if out.dtype != torch.float32 else out
-        if divide:
+        if self.dtype != torch.float16:
             # a fresh reduce-scatter output (or fp32 copy) is divided in place
             g = g.div_(self.world) if r.fresh or g is not out else g / self.world
         if b.grad.device != g.device:  # offload_optimizer: the shard is in host memory
@@ -426,18 +416,6 @@ class ZeroEngine(Stage3):
             b.grad.add_(g)
         elif g is not b.grad:
             b.grad.copy_(g)
-        self._after_land(b, r)
-
-    def _world_tensor(self, device: torch.device) -> torch.Tensor:
-        """The world size as an fp32 scalar tensor on ``device`` (addcdiv's divisor), kept."""
-        t = self._world_t.get(device)
-        if t is None:
-            t = self._world_t[device] = torch.tensor(float(self.world), device=device)
-        return t
-
-    def _after_land(self, b: Bucket, r: Reduction) -> None:
-        """What a bucket's landed reduction frees: its flat-buffer slots (stage >= 2), a
-        stage-3 unit's staged gradients and, unless kept, its gathered weights."""
         if r.clear_slots:
             for slot in b.slots:
                 slot.clear()
@@ -526,8 +504,7 @@ class ZeroEngine(Stage3):
         if s.loss_scaler is not None:
             applied = s.loss_scaler.update(overflow)
         if applied and not overflow:
-            # the norm's all-reduce (stage >= 1) met every rank after its backward
-            self._before_param_writes(met=sq is not None and s.stage >= 1)
+            self._before_param_writes()
             if s.gradient_clipping:
                 norm = float(sq.sqrt())
                 coef = s.gradient_clipping / (norm + 1e-6)
