@@ -114,8 +114,6 @@ class Comm:
             op: registry.get(op, impls.get(op)).name == "native"
             for op in ("reduce_scatter", "allgather")
         }
-        # Note [the norm's all-reduce]: small sums through shm where the all-reduce is shm's
-        self._shm_small = registry.get("allreduce", impls.get("allreduce")).name == "shm"
         self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="dsbench-comm")
         self._stream = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
 
@@ -201,25 +199,6 @@ class Comm:
         """Every rank reaches this point (ordered with the collectives): before writing a
         replicated buffer (:meth:`shared_zeros`) that other ranks may still read."""
         return self._submit(lambda: self._buffers["replicated"].fence(self.group))
-
-    # Note [the norm's all-reduce]
-    # The step's gradient norm is one fp32 sum over ranks, after every rank's backward. Over
-    # gloo a rank waits for it on sockets: on the 2-core development VM the stage-2 step of the
-    # seed MLP (shm collectives, 2 ranks) waited 1.1-1.5 ms a step in that all-reduce, against
-    # 0.2 ms for the same all-reduce in isolation; through shm's all-reduce (two barriers on
-    # shared memory) 0.3-0.7 ms. A sum of two ranks is the same bits either way; with more
-    # ranks shm's order (rank order, on one rank, copied to all) may differ from gloo's by an
-    # ulp, and is the same on every rank.
-
-    def small_allreduce(self, tensor: torch.Tensor) -> Handle:
-        """Sum all-reduce of a few host or device elements (the step's gradient norm): through
-        the all-reduce implementation when it is shm (Note [the norm's all-reduce]), else
-        torch.distributed's over the group."""
-        if self._shm_small and tensor.device.type == "cpu":
-            return self.allreduce(tensor)
-        import torch.distributed as dist
-
-        return self.call(lambda: dist.all_reduce(tensor, group=self.group))
 
     def call(self, fn: Callable[[], object]) -> Handle:
         """Any other collective (e.g. a norm or overflow all-reduce), in the same order."""

@@ -277,12 +277,10 @@ class ZeroEngine(Stage3):
             return buf, True
         return torch.zeros(numel, dtype=self.dtype, device=self.device), False
 
-    def _before_param_writes(self, met: bool = False) -> None:
+    def _before_param_writes(self) -> None:
         """Replicated parameters (one copy per host): wait until no rank still reads them (its
-        forward and backward are done) before any rank writes its updated slice. ``met``: every
-        rank has just been through a collective it issued after its backward (the step's norm
-        all-reduce), so none still reads them and no further wait is needed."""
-        if (self._params_replicated or self._units_resident) and not met:
+        forward and backward are done) before any rank writes its updated slice."""
+        if self._params_replicated or self._units_resident:
             self.comm.fence().wait()
 
     # ------------------------------------------------------------------ optimizer state
@@ -496,7 +494,7 @@ class ZeroEngine(Stage3):
             local += _sq_sum_fp64(b.grad).float()
         local = local.to(self.device)  # offload: the collective runs on the device
         if self.settings.stage >= 1:
-            self.comm.small_allreduce(local).wait()
+            self.comm.call(lambda: dist.all_reduce(local, group=self.group)).wait()
         return local
 
     def get_global_grad_norm(self) -> float | None:
@@ -526,8 +524,7 @@ class ZeroEngine(Stage3):
         if s.loss_scaler is not None:
             applied = s.loss_scaler.update(overflow)
         if applied and not overflow:
-            # the norm's all-reduce (stage >= 1) met every rank after its backward
-            self._before_param_writes(met=sq is not None and s.stage >= 1)
+            self._before_param_writes()
             if s.gradient_clipping:
                 norm = float(sq.sqrt())
                 coef = s.gradient_clipping / (norm + 1e-6)
