@@ -103,9 +103,6 @@ def train(payload, *, device, send):
         if not payload.get("sinks", True):  # weight gradients through autograd's own add
             for p in model.parameters():
                 vars(p).pop("grad_sink", None)
-        mean_in_loss = engine._mean_in_loss
-        if not payload.get("mean_in_loss", True):  # divide each reduced sum instead
-            engine._mean_in_loss = False
         for step in range(steps):
             for micro in range(settings.grad_accum):
                 x, y = batch(step, micro, rank, micro_bs)
@@ -121,7 +118,6 @@ def train(payload, *, device, send):
             "params_replicated": engine._params_replicated or engine._units_resident,
             "large_collectives": engine.comm.large_calls,
             "sinks": sinks,
-            "mean_in_loss": mean_in_loss,
             "staged": sum(len(pool) for pool in engine._grad_pool.values()),
         }
         engine.destroy()

@@ -250,31 +250,6 @@ def test_weight_gradients_in_place_with_weights_used_twice():
         assert _max_err(result) <= 1e-5, (index, cases[index].stage)
 
 
-MEAN_CASES = [
-    dataclasses.replace(
-        BASE, stage=stage, grad_accum=2, overlap_comm=True, gradient_clipping=0.05, kernels=kernels
-    )
-    for stage in (0, 1, 2, 3)
-    for kernels in ({}, SHM)
-] + [dataclasses.replace(BASE, stage=stage, dtype=torch.bfloat16) for stage in (1, 2, 3)]
-
-
-def test_mean_in_the_loss_gives_the_bits_of_dividing_the_sum():
-    """Note [the mean in the loss] (dsbench/zero/engine.py): over 2 ranks, fp32 and bf16, the
-    engine scales the loss by 1/world instead of dividing each reduced gradient; every stage,
-    gloo and shm, GEMM-backed and torch layers: the same final bits as dividing after the sum,
-    and single-process AdamW's results. Over 3 ranks it divides (the other tests)."""
-    for layers in ("torch", "gemm"):
-        kw = dict(steps=3, skip=GEMM_SKIP[:2], layers=layers)
-        scaled, divided = _run(2, MEAN_CASES, **kw), _run(2, MEAN_CASES, mean_in_loss=False, **kw)
-        for index, case in enumerate(MEAN_CASES):
-            a, b = scaled[index], divided[index]
-            assert a["mean_in_loss"] and b["mean_in_loss"], index
-            assert all(torch.equal(a["state"][k], b["state"][k]) for k in a["state"]), index
-            bound = 1e-5 if case.dtype == torch.float32 else BF16_ATOL
-            assert _max_err(a) <= bound, (layers, index, case.stage)
-
-
 def test_fp16_overflow_skips_steps_and_lowers_the_scale():
     """A 2**40 scale overflows fp16 gradients: those steps are skipped on every rank (weights
     untouched), the scale halves after `hysteresis` overflows, then training proceeds."""

@@ -112,11 +112,6 @@ class ZeroEngine(Stage3):
             torch.device(device) if device is not None else next(model.parameters()).device
         )
         self.dtype = s.dtype
-        # fp32/bf16 over a power-of-two world: the loss carries 1/world, so the reduced sum is
-        # already the mean (Note [the mean in the loss])
-        self._mean_in_loss = (
-            s.dtype != torch.float16 and self.world > 1 and self.world & (self.world - 1) == 0
-        )
         self.comm = Comm(group, s.kernels, self.device)
         offload = s.offload_optimizer or s.offload_param
         self._host = HostCopies(self.device, s.pin_memory) if offload else None
@@ -412,7 +407,7 @@ class ZeroEngine(Stage3):
         offload_optimizer)."""
         b, out = r.bucket, r.out
         g = out.float() if out.dtype != torch.float32 else out
-        if self.dtype != torch.float16 and not self._mean_in_loss:
+        if self.dtype != torch.float16:
             # a fresh reduce-scatter output (or fp32 copy) is divided in place
             g = g.div_(self.world) if r.fresh or g is not out else g / self.world
         if b.grad.device != g.device:  # offload_optimizer: the shard is in host memory
@@ -437,24 +432,9 @@ class ZeroEngine(Stage3):
             self._land(reduction)
         self._pending.clear()
 
-    # Note [the mean in the loss]
-    # The reduced gradient is the mean over ranks: the sum divided by the world size. With fp32
-    # or bf16 over a power-of-two world the engine scales the loss by 1/world instead, so every
-    # rank's gradient arrives divided and the sum is the mean: a division pass over each reduced
-    # gradient less (stage 2: every micro-step). Multiplying by a power of two is exact, and it
-    # commutes with every rounding of the backward and of the sum (x/2 + y/2 = (x + y)/2 in
-    # floating point), so the bits are the same as dividing afterwards, short of gradients in
-    # the subnormal range (below 1e-38 for fp32 and bf16). fp16 keeps dividing its gradients
-    # before the sum (_reduce): its subnormal range begins at 6e-5, where halving is inexact.
-    # Other world sizes divide after the sum, as before. The accumulated gradients that stages
-    # 0-1 hold between micro-steps are then the local gradients over world.
-
     def backward(self, loss: torch.Tensor) -> None:
-        """Backpropagate ``loss / grad_accum`` (times the fp16 loss scale, or over the world
-        size: Note [the mean in the loss]) and reduce gradients."""
+        """Backpropagate ``loss / grad_accum`` (times the fp16 loss scale) and reduce gradients."""
         scale = 1.0 / self.settings.grad_accum
-        if self._mean_in_loss:
-            scale /= self.world
         if self.settings.loss_scaler is not None:
             scale *= self.settings.loss_scaler.scale
         (loss * scale).backward()
