@@ -2,9 +2,8 @@
 
 - **Floor**: what one rank must compute in a step when communication is free or fully hidden:
   forward and backward of its ``grad_accum`` micro-batches on a plain copy of the model (no
-  engine, no hooks, gradients set to None between steps: ``_forward_backward_seconds``), plus
-  one AdamW step over the fp32 shard it owns (all parameters at stage 0, 1/world of them at
-  stages 1-3), with the same AdamW implementation the case's engine runs.
+  engine, no hooks), plus one AdamW step over the fp32 shard it owns (all parameters at stage 0,
+  1/world of them at stages 1-3), with the same AdamW implementation the case's engine runs.
   Measured on the rank itself, so with the rank's thread count and beside the other ranks doing
   the same, after the timed steps (it does not touch their memory figures). Batches are drawn
   before the clock starts, so the floor is if anything low. ``step_efficiency = floor / step``.
@@ -75,23 +74,12 @@ def measure_floor(
 
 
 def _forward_backward_seconds(preset, batches, *, dtype, device: str, reps: int) -> float:
-    """Median seconds of the micro-batches' forward and backward on a plain copy of the model.
-
-    Gradients are set to None between repetitions (``zero_grad()``'s default): the first
-    micro-batch's gradients are handed over as they are computed, and only later ones are added,
-    as the engines' gradient slots do. Zero-filling kept gradients instead (``set_to_none=False``,
-    this floor's first form) adds a pass over every gradient and an add per micro-batch: on the
-    2-core development VM the seed MLP's two micro-batches took 16.6-31.0 ms that way (median
-    of 9 repetitions per fresh build, 12 builds) against 13.1-23.3 ms, 10 of 12 builds under
-    15.1 ms, with gradients set to None (builds of the two kinds alternating, one thread). The
-    first form sat above the dsbench engine's own forward and backward (11.5-14.3 ms a step),
-    so rows could report an efficiency over 1."""
     model = preset.build(seed=0, device=device, dtype=dtype)  # freed on return
 
     def forward_backward() -> None:
         for batch in batches:
             (preset.loss(model, batch) / len(batches)).backward()
-        model.zero_grad(set_to_none=True)
+        model.zero_grad(set_to_none=False)
 
     return _timed(forward_backward, device, reps)
 
