@@ -2,11 +2,13 @@
 
 - **Floor**: what one rank must compute in a step when communication is free or fully hidden:
   forward and backward of its ``grad_accum`` micro-batches on a plain copy of the model (no
-  engine, no hooks), plus one AdamW step over the fp32 shard it owns (all parameters at stage 0,
-  1/world of them at stages 1-3), with the same AdamW implementation the case's engine runs.
-  Measured on the rank itself, so with the rank's thread count and beside the other ranks doing
-  the same, after the timed steps (it does not touch their memory figures). Batches are drawn
-  before the clock starts, so the floor is if anything low. ``step_efficiency = floor / step``.
+  engine, no communication; gradients kept in place as dsbench's engine keeps them:
+  ``_forward_backward_seconds``), plus one AdamW step over the fp32 shard it owns (all
+  parameters at stage 0, 1/world of them at stages 1-3), with the same AdamW implementation the
+  case's engine runs. Measured on the rank itself, so with the rank's thread count and beside
+  the other ranks doing the same, after the timed steps (it does not touch their memory
+  figures). Batches are drawn before the clock starts, so the floor is if anything low.
+  ``step_efficiency = floor / step``.
 - **Phases**: a few more steps of the case's own engine, started by every rank together (a
   barrier after the floor), each split into forward, backward, exposed reduce-scatter (time
   blocked waiting for gradient reductions), optimizer, exposed all-gather (time blocked waiting
@@ -74,14 +76,42 @@ def measure_floor(
 
 
 def _forward_backward_seconds(preset, batches, *, dtype, device: str, reps: int) -> float:
+    """Median seconds of the micro-batches' forward and backward on a plain copy of the model,
+    its gradients kept as dsbench's engine keeps them (Note [gradients overwrite stale slots]
+    in :mod:`dsbench.zero.engine`): one flat buffer allocated once, each parameter's slice a
+    ``GradSlot`` that a step's first gradient overwrites and later ones add to, GEMM-backed
+    layers writing their weight gradients there directly. So the floor allocates no gradient
+    and zeroes nothing. Its first form (autograd's fresh gradients added into kept ones, zeroed
+    after each step) cost more than the engine's own forward and backward and moved with where
+    each fresh buffer landed: one thread, seed MLP, two micro-batches, median of 9 repetitions
+    per fresh build, 6 builds each, alternating: 13.7-23.7 ms; gradients set to None instead
+    10.7-26.7 ms (two clusters, 10.7-11.5 and 24.9-26.7); these slots 8.5-9.0 ms."""
+    from dsbench.zero.buckets import GradSlot
+
     model = preset.build(seed=0, device=device, dtype=dtype)  # freed on return
+    params = [p for p in model.parameters() if p.requires_grad]
+    flat = torch.zeros(sum(p.numel() for p in params), dtype=dtype, device=device)
+    slots, hooks, at = [], [], 0
+    for p in params:
+        slot = GradSlot(p, flat[at : at + p.numel()].view(p.shape))
+        at += p.numel()
+        p.grad_sink = slot  # Note [weight gradients in place] (kernels/autograd.py)
+        hooks.append(p.register_post_accumulate_grad_hook(lambda _, s=slot: s.landed()))
+        slots.append(slot)
 
     def forward_backward() -> None:
         for batch in batches:
             (preset.loss(model, batch) / len(batches)).backward()
-        model.zero_grad(set_to_none=False)
+            for slot in slots:  # the next backward's first use writes again
+                slot.written = False
+        for slot in slots:  # stale: the next step's first gradients overwrite them
+            slot.clear()
 
-    return _timed(forward_backward, device, reps)
+    try:
+        return _timed(forward_backward, device, reps)
+    finally:
+        for hook in hooks:
+            hook.remove()
 
 
 def owned_elements(num_params: int, stage: int, world: int) -> int:

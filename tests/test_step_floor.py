@@ -1,0 +1,58 @@
+"""The compute-only floor of dsbench.suites.step_floor: how its plain model keeps gradients."""
+
+import torch
+from torch import nn
+
+from dsbench.kernels import autograd
+from dsbench.suites import step_floor
+
+
+def _model(seed: int) -> nn.Module:
+    torch.manual_seed(seed)
+    return nn.Sequential(autograd.Linear(8, 6), nn.GELU(), nn.Linear(6, 4))
+
+
+class _Recording:
+    """A preset stand-in whose loss records, per call, the parameters' gradients (or None) as
+    the micro-batch's forward begins."""
+
+    def __init__(self):
+        self.seen: list[list[torch.Tensor | None]] = []
+        self.model: nn.Module | None = None
+
+    def build(self, seed: int, device: str, dtype: torch.dtype) -> nn.Module:
+        self.model = _model(seed).to(device=device, dtype=dtype)
+        return self.model
+
+    def loss(self, model: nn.Module, batch: tuple) -> torch.Tensor:
+        self.seen.append([None if p.grad is None else p.grad.clone() for p in model.parameters()])
+        x, y = batch
+        return nn.functional.mse_loss(model(x), y)
+
+
+def test_floor_overwrites_each_steps_first_gradients_and_accumulates_the_rest():
+    """Each repetition's first micro-batch finds no gradients (stale slots: overwritten, nothing
+    zeroed), the later ones find the sum of the earlier ones' gradients, the same as autograd's
+    (the GEMM-backed weight's written in place); afterwards the model carries no hooks."""
+    preset = _Recording()
+    g = torch.Generator().manual_seed(0)
+    batches = [(torch.randn(5, 8, generator=g), torch.randn(5, 4, generator=g)) for _ in range(3)]
+    reps, warmup = 4, 2  # step_floor._timed's warmup
+    seconds = step_floor._forward_backward_seconds(
+        preset, batches, dtype=torch.float32, device="cpu", reps=reps
+    )
+    assert seconds > 0
+    ref = _model(0)  # autograd's own accumulation of the same micro-batches
+    expected = [None]
+    for x, y in batches[:-1]:
+        (nn.functional.mse_loss(ref(x), y) / len(batches)).backward()
+        expected.append([p.grad.clone() for p in ref.parameters()])
+    assert len(preset.seen) == len(batches) * (reps + warmup)
+    for i, seen in enumerate(preset.seen):
+        want = expected[i % len(batches)]
+        if want is None:
+            assert all(t is None for t in seen), i
+        else:
+            for got, w in zip(seen, want, strict=True):
+                torch.testing.assert_close(got, w, rtol=1e-6, atol=1e-7)
+    assert all(not p._post_accumulate_grad_hooks for p in preset.model.parameters())
