@@ -86,18 +86,16 @@ def _forward_backward_seconds(preset, batches, *, dtype, device: str, reps: int)
     each fresh buffer landed: one thread, seed MLP, two micro-batches, median of 9 repetitions
     per fresh build, 6 builds each, alternating: 13.7-23.7 ms; gradients set to None instead
     10.7-26.7 ms (two clusters, 10.7-11.5 and 24.9-26.7); these slots 8.5-9.0 ms."""
-    from dsbench.zero.buckets import GradSlot
+    from dsbench.zero.buckets import Bucket, GradSlot
 
     model = preset.build(seed=0, device=device, dtype=dtype)  # freed on return
-    params = [p for p in model.parameters() if p.requires_grad]
-    flat = torch.zeros(sum(p.numel() for p in params), dtype=dtype, device=device)
-    slots, hooks, at = [], [], 0
-    for p in params:
-        slot = GradSlot(p, flat[at : at + p.numel()].view(p.shape))
-        at += p.numel()
-        p.grad_sink = slot  # Note [weight gradients in place] (kernels/autograd.py)
-        hooks.append(p.register_post_accumulate_grad_hook(lambda _, s=slot: s.landed()))
-        slots.append(slot)
+    run = Bucket([p for p in model.parameters() if p.requires_grad], 1, 0, sharded=False)
+    run.bind(torch.zeros(run.numel, dtype=dtype, device=device), "grad")
+    slots = [GradSlot(p, p.grad) for p in run.params]
+    hooks = []
+    for slot in slots:
+        slot.clear()  # stale from the start: the first gradients overwrite the zeros
+        hooks.append(slot.param.register_post_accumulate_grad_hook(lambda _, s=slot: s.landed()))
 
     def forward_backward() -> None:
         for batch in batches:

@@ -106,6 +106,7 @@ class GradSlot:
         self.view = view
         self.stale = False
         self.written = False  # a weight-gradient GEMM wrote into view during this backward
+        param.grad_sink = self  # Note [weight gradients in place] (kernels/autograd.py)
 
     def __call__(self, a: torch.Tensor, b: torch.Tensor, gemm) -> torch.Tensor:
         """The weight's gradient ``a @ b`` from a linear layer's backward (see class)."""

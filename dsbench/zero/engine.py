@@ -258,8 +258,6 @@ class ZeroEngine(Stage3):
             if self.flat_grads is not None:
                 b.bind(self.flat_grads[start : start + b.padded], "grad")
                 b.slots = [GradSlot(p, p.grad) for p in b.params]
-                for slot in b.slots:  # Note [weight gradients in place] (kernels/autograd.py)
-                    slot.param.grad_sink = slot
             start += b.padded
         if self._params_replicated:  # every rank wrote the same weights; nobody reads early
             self.comm.fence().wait()

@@ -132,8 +132,6 @@ class Stage3:
             self.comm.fence().wait()
             for unit in self.units:  # Note [stage-3 staged gradients]
                 unit.slots = [GradSlot(p, None) for p in unit.params]
-                for slot in unit.slots:
-                    slot.param.grad_sink = slot
         if persistent:
             self._build_buckets(persistent)
         for unit in self.units:
