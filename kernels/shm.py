@@ -366,14 +366,16 @@ def _overlaps(a, b) -> bool:
     return a0 < b0 + b.numel() * b.element_size() and b0 < a0 + a.numel() * a.element_size()
 
 
-def _sum_segment(slots: list, out) -> None:
-    """``out`` = slots[0] + slots[1] + ... in rank order, in fp32 for half precision."""
+def _sum_segment(slots: list, out, landing: dict | None = None) -> None:
+    """``out`` = slots[0] + slots[1] + ... in rank order, in fp32 for half precision; fp32 in
+    one pass through ``shm_sum`` (C), with ``landing``'s keywords of
+    :func:`~dsbench.kernels.shm_sum.sum_into` fused in (fp32 only, see ``reduce_scatter``)."""
     import torch
 
+    from dsbench.kernels.shm_sum import sum_into
+
     if out.dtype == torch.float32:
-        torch.add(slots[0], slots[1], out=out)
-        for s in slots[2:]:
-            out.add_(s)
+        sum_into(out, slots, **(landing or {}))
         return
     acc = slots[0].float()
     for s in slots[1:]:
@@ -382,23 +384,48 @@ def _sum_segment(slots: list, out) -> None:
 
 
 @_no_grad
-def reduce_scatter(output: torch.Tensor, input: torch.Tensor, group=None) -> torch.Tensor:
-    """Sum reduce-scatter through shared memory (see module)."""
+def reduce_scatter(
+    output: torch.Tensor,
+    input: torch.Tensor,
+    group=None,
+    *,
+    divide_by: int = 1,
+    accumulate: bool = False,
+    sq: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Sum reduce-scatter through shared memory (see module). ``divide_by``, ``accumulate`` and
+    ``sq`` fuse a landing into the sum (fp32, contiguous ``output``): the output becomes the sum
+    divided by ``divide_by``, or that added to what ``output`` holds, and ``sq`` (fp64 scalar)
+    the output's square-sum, in the same pass (:func:`~dsbench.kernels.shm_sum.sum_into`)."""
+    import torch
+
     _check_reducible("reduce_scatter", input, "shm")
     ws = _Workspace.of(group)
     if ws is None:
         return output
     _check_pair("reduce_scatter", output, input, ws.size, "input", "output", "shm")
+    landing = None
+    if divide_by != 1 or accumulate or sq is not None:
+        if not (input.dtype == output.dtype == torch.float32 and output.is_contiguous()):
+            raise ValueError(
+                "shm reduce_scatter: a fused landing (divide_by, accumulate, sq) needs fp32 "
+                f"input and a contiguous fp32 output, got {input.dtype} -> {output.dtype}"
+            )
+        landing = {"divide_by": divide_by, "accumulate": accumulate, "sq": sq}
     if ws.size == 1:
-        if output.data_ptr() != input.data_ptr():
+        if landing is not None:
+            _sum_segment([input.reshape(-1)], output.view(-1), landing)
+        elif output.data_ptr() != input.data_ptr():
             output.copy_(input.reshape(output.shape))
         return output
     if output.numel() == 0:
+        if sq is not None:
+            sq.zero_()
         return output
     n, m, r, item = ws.size, output.numel(), ws.rank, input.element_size()
     inputs = ws.find(input, replicated=False)
     if inputs is not None:  # every rank's input in place: nothing to copy in
-        _reduce_scatter_in_place(ws, output, inputs, m)
+        _reduce_scatter_in_place(ws, output, inputs, m, landing)
         return output
     # Slot j holds rank j's n-1 chunks that other ranks sum (its own one stays local): chunk k
     # at position k, or k-1 past j.
@@ -420,13 +447,19 @@ def reduce_scatter(output: torch.Tensor, input: torch.Tensor, group=None) -> tor
         else _view(raw, offs[j], (n - 1) * m, input.dtype)[at - (m if r > j else 0) :][:m]
         for j in range(n)
     ]
-    _sum_segment(slots, dst)
+    _sum_segment(slots, dst, landing)
     if dst.data_ptr() != output.data_ptr():
         output.copy_(dst.view(output.shape))
     return output
 
 
-def _reduce_scatter_in_place(ws: _Workspace, output, inputs: list, m: int) -> None:
+reduce_scatter.lands = True
+"""It takes ``divide_by``, ``accumulate`` and ``sq`` (``dsbench.zero.comm.Comm``)."""
+
+
+def _reduce_scatter_in_place(
+    ws: _Workspace, output, inputs: list, m: int, landing: dict | None = None
+) -> None:
     """Reduce-scatter from every rank's symmetric buffer: wait until all inputs are final, sum
     this rank's segment of each in rank order (the copying path's order, so the same bits),
     and wait until every rank has read what it needs, so that the caller may write its input
@@ -436,7 +469,7 @@ def _reduce_scatter_in_place(ws: _Workspace, output, inputs: list, m: int) -> No
     dst = output.view(-1) if output.is_contiguous() else output.new_empty(m)
     slots = [x.reshape(-1)[r * m : (r + 1) * m] for x in inputs]
     slots = [s.clone() if _overlaps(dst, s) else s for s in slots]  # in place: keep them
-    _sum_segment(slots, dst)
+    _sum_segment(slots, dst, landing)
     ws.barrier()
     if dst.data_ptr() != output.data_ptr():
         output.copy_(dst.view(output.shape))

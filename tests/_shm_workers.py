@@ -247,3 +247,39 @@ def zero_copy(payload, *, device, send):
         failures += [f] if f else []
         checks += 1
     send({"rank": rank, "failures": failures, "checks": checks})
+
+
+def landing(payload, *, device, send):
+    """A reduce-scatter with the engine's landing fused in (``divide_by``, ``accumulate``,
+    ``sq``): from a symmetric buffer and from plain memory, written and added, equal bit for bit
+    to the rank-order sum divided and added in separate passes; the square-sum close to torch's.
+    Sends ``{"failures": [...], "checks": N}``."""
+    rank, world = dist.get_rank(), dist.get_world_size()
+    failures, checks = [], 0
+    for per_rank in (1000, 100_003):
+        n = world * per_rank
+        xs = inputs(11 + per_rank, list(range(world)), n, torch.float32)
+        mine = rank_order_sum(xs)[rank * per_rank : (rank + 1) * per_rank] / world
+        sym = shm.symmetric_zeros(n, torch.float32)
+        before = torch.randn(per_rank, generator=torch.Generator().manual_seed(rank))
+        for where in ("symmetric", "plain"):
+            for accumulate in (False, True):
+                src = sym if where == "symmetric" else xs[rank].clone()
+                src.copy_(xs[rank])
+                got, sq = before.clone(), torch.zeros((), dtype=torch.float64)
+                shm.reduce_scatter(got, src, divide_by=world, accumulate=accumulate, sq=sq)
+                want = before + mine if accumulate else mine
+                name = f"landing {where} accumulate={accumulate} {world}x{per_rank}"
+                f = check_bitwise(name, got, want)
+                norm = torch.linalg.vector_norm(want, dtype=torch.float64).square()
+                if not torch.isclose(sq, norm, rtol=1e-12, atol=0):
+                    f = (f or "") + f" {name}: square-sum {float(sq)} vs {float(norm)}"
+                failures += [f] if f else []
+                checks += 1
+    try:
+        half = torch.zeros(2 * world, dtype=torch.bfloat16)
+        shm.reduce_scatter(half[:2].clone(), half, divide_by=world)
+        failures.append("a bf16 landing was not refused")
+    except ValueError as exc:
+        checks += "fp32" in str(exc)
+    send({"rank": rank, "failures": failures, "checks": checks})

@@ -99,6 +99,8 @@ def train(payload, *, device, send):
         # different init per rank: the engine broadcasts rank 0's
         model = make_model(seed=rank, layers=layers)
         engine = ZeroEngine(model, settings)
+        if not payload.get("landing", True):  # landed after the collective, in torch passes
+            engine.comm.lands = False
         sinks = sum(hasattr(p, "grad_sink") for p in model.parameters())
         if not payload.get("sinks", True):  # weight gradients through autograd's own add
             for p in model.parameters():
@@ -119,6 +121,8 @@ def train(payload, *, device, send):
             "large_collectives": engine.comm.large_calls,
             "sinks": sinks,
             "staged": sum(len(pool) for pool in engine._grad_pool.values()),
+            "lands": engine.comm.lands,
+            "grad_norm": engine.get_global_grad_norm(),
         }
         engine.destroy()
         if rank == 0:

@@ -57,7 +57,7 @@ FP16_ATOL = 2e-2
 def _run(
     world: int, cases: list[ZeroSettings], steps: int = 3, skip=(), **options
 ) -> dict[int, dict]:
-    """``options``: ``layers`` and ``sinks`` for tests._zero_workers.train."""
+    """``options``: ``layers``, ``sinks`` and ``landing`` for tests._zero_workers.train."""
     got: dict[int, dict] = {}
     spawn_ranks(
         "tests._zero_workers:train",
@@ -143,6 +143,22 @@ def test_shm_zero_copy_matches_single_process_adamw(world):
         assert result["params_replicated"], (index, case.stage)
         bound = 1e-5 if case.dtype == torch.float32 else BF16_ATOL
         assert _max_err(result) <= bound, (index, case.stage, case.dtype)
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_landing_in_the_reduction_gives_the_same_bits(world):
+    """Note [landing in the reduction] (dsbench/zero/engine.py): with shm the reduce-scatter
+    divides and adds the reduced gradient into the fp32 shard itself, and at the boundary takes
+    its square-sum for the norm; the same weights, bit for bit, as landing it in torch passes
+    after the collective, on stages 1-3 with accumulation, clipping, and overlap on and off."""
+    fp32 = [c for c in SHM_CASES if c.dtype == torch.float32]
+    fused, plain = _run(world, fp32), _run(world, fp32, landing=False)
+    for index, case in enumerate(fp32):
+        a, b = fused[index], plain[index]
+        assert a["lands"] and not b["lands"], index
+        assert all(torch.equal(a["state"][k], b["state"][k]) for k in a["state"]), index
+        assert a["grad_norm"] == pytest.approx(b["grad_norm"], rel=1e-6), (index, case.stage)
+        assert _max_err(a) <= 1e-5, (index, case.stage)
 
 
 @pytest.mark.parametrize("world", [2, 3])

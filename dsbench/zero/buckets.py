@@ -41,6 +41,10 @@ class Bucket:
         # nothing reduced into ``grad`` since the last optimizer step: its contents are stale and
         # the next reduction writes it instead of adding to it
         self.grad_empty = True
+        # the owned gradient's fp64 square-sum, written by its last reduction of this
+        # accumulation when that fused it (Note [landing in the reduction]); fresh: it did
+        self.sq: torch.Tensor | None = None
+        self.sq_fresh = False
         self.exp_avg: torch.Tensor | None = None
         self.exp_avg_sq: torch.Tensor | None = None
 
@@ -162,3 +166,4 @@ class Reduction:
     add: bool  # add into the owned fp32 gradient (a later micro-step, stage >= 2), not write it
     fresh: bool  # ``out`` is a buffer of its own (may be scaled in place)
     clear_slots: bool  # ``full`` is the flat gradient buffer's, cleared once reduced (stage >= 2)
+    landed: bool = False  # the collective landed it itself (Note [landing in the reduction])

@@ -114,6 +114,10 @@ class Comm:
             op: registry.get(op, impls.get(op)).name == "native"
             for op in ("reduce_scatter", "allgather")
         }
+        # Note [landing in the reduction]: the reduce-scatter takes divide_by/accumulate/sq
+        self.lands = self.device.type == "cpu" and getattr(self._reduce_scatter, "lands", False)
+        # Note [the norm's all-reduce]: small sums through shm where the all-reduce is shm's
+        self._shm_small = registry.get("allreduce", impls.get("allreduce")).name == "shm"
         self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="dsbench-comm")
         self._stream = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
 
@@ -135,8 +139,16 @@ class Comm:
     def allreduce(self, tensor: torch.Tensor) -> Handle:
         return self._submit(lambda: self._allreduce(tensor, group=self.group))
 
-    def reduce_scatter(self, output: torch.Tensor, input: torch.Tensor) -> Handle:
-        """Sum reduce-scatter of ``input`` into ``output`` (Note [gloo's large collectives])."""
+    def reduce_scatter(self, output: torch.Tensor, input: torch.Tensor, **landing) -> Handle:
+        """Sum reduce-scatter of ``input`` into ``output`` (Note [gloo's large collectives]).
+        ``landing`` (``divide_by``, ``accumulate``, ``sq``): fused into the sum where
+        :attr:`lands` (Note [landing in the reduction] in :mod:`dsbench.zero.engine`)."""
+        if landing:
+            if not self.lands:
+                raise ValueError("this reduce_scatter implementation takes no fused landing")
+            return self._submit(
+                lambda: self._reduce_scatter(output, input, group=self.group, **landing)
+            )
         if self._large("reduce_scatter", input):
             recv = self._recv_buffer(input)
             return self._submit(
@@ -199,6 +211,25 @@ class Comm:
         """Every rank reaches this point (ordered with the collectives): before writing a
         replicated buffer (:meth:`shared_zeros`) that other ranks may still read."""
         return self._submit(lambda: self._buffers["replicated"].fence(self.group))
+
+    # Note [the norm's all-reduce]
+    # The step's gradient norm is one fp32 sum over ranks, after every rank's backward. Over
+    # gloo a rank waits for it on sockets: on the 2-core development VM the stage-2 step of the
+    # seed MLP (shm collectives, 2 ranks) waited 1.2-1.9 ms a step in that all-reduce, against
+    # 0.22 ms for the same all-reduce in isolation; through shm's all-reduce (barriers on
+    # shared memory) 0.4-0.8 ms. A sum of two ranks is the same bits either way; with more
+    # ranks shm's order (rank order, on one rank, copied to all) may differ from gloo's by an
+    # ulp, and is the same on every rank.
+
+    def small_allreduce(self, tensor: torch.Tensor) -> Handle:
+        """Sum all-reduce of a few host or device elements (the step's gradient norm): through
+        the all-reduce implementation when it is shm (Note [the norm's all-reduce]), else
+        torch.distributed's over the group."""
+        if self._shm_small and tensor.device.type == "cpu":
+            return self.allreduce(tensor)
+        import torch.distributed as dist
+
+        return self.call(lambda: dist.all_reduce(tensor, group=self.group))
 
     def call(self, fn: Callable[[], object]) -> Handle:
         """Any other collective (e.g. a norm or overflow all-reduce), in the same order."""

@@ -270,10 +270,12 @@ class ZeroEngine(Stage3):
             return buf, True
         return torch.zeros(numel, dtype=self.dtype, device=self.device), False
 
-    def _before_param_writes(self) -> None:
+    def _before_param_writes(self, met: bool = False) -> None:
         """Replicated parameters (one copy per host): wait until no rank still reads them (its
-        forward and backward are done) before any rank writes its updated slice."""
-        if self._params_replicated or self._units_resident:
+        forward and backward are done) before any rank writes its updated slice. ``met``: every
+        rank has just been through a collective it issued after its backward (the step's norm
+        all-reduce), so none still reads them and no further wait is needed."""
+        if (self._params_replicated or self._units_resident) and not met:
             self.comm.fence().wait()
 
     # ------------------------------------------------------------------ optimizer state
@@ -384,6 +386,17 @@ class ZeroEngine(Stage3):
         b.grad_empty = False
         if b.owned != b.padded and s.reduce_scatter:
             straight = b.grad.dtype == self.dtype and b.grad.device == self.device
+            if straight and self.dtype == torch.float32 and self.comm.lands:
+                # Note [landing in the reduction]: the collective divides and adds itself
+                sq = self._fused_sq(b)
+                handle = self.comm.reduce_scatter(
+                    b.grad, full, divide_by=self.world, accumulate=add, sq=sq
+                )
+                landed = Reduction(b, b.grad, full, add, False, s.stage >= 2 and contiguous, True)
+                self._pending.append((handle, landed))
+                if not s.overlap_comm:
+                    self._drain()
+                return
             if not add and straight:  # straight into the owned gradient
                 out = b.grad
             else:
@@ -400,20 +413,44 @@ class ZeroEngine(Stage3):
         if not s.overlap_comm:
             self._drain()
 
+    # Note [landing in the reduction]
+    # Landing a reduced gradient is the mean over ranks written into, or (a later micro-step at
+    # stage >= 2) added to, the rank's fp32 gradient shard; at the accumulation boundary the
+    # step then reads the shard once more for the gradient norm. Where the reduce-scatter can
+    # do that in its own pass (shm on CPUs, fp32: kernels/shm_sum.py), it gets the shard as its
+    # output with divide_by=world and accumulate, and at the boundary (when the step takes the
+    # norm without a loss scale) an fp64 scalar for the shard's square-sum. Each fp32 operation
+    # is the one the separate passes apply, in their order, so the gradients and weights are the
+    # same bits (tests/test_zero_engine.py); the norm's fp64 square-sum is accumulated in
+    # another order than torch.dot's (see kernels/shm_sum.py).
+
+    def _fused_sq(self, b: Bucket) -> torch.Tensor | None:
+        """Bucket ``b``'s fp64 square-sum scalar for a reduction that fuses it: its last one
+        before a step that takes the norm of the gradients as they land; else None."""
+        s = self.settings
+        wanted = s.gradient_clipping or s.grad_norm_every_step
+        if not (wanted and s.loss_scaler is None and self._boundary()):
+            return None
+        if b.sq is None:
+            b.sq = torch.zeros((), dtype=torch.float64)
+        b.sq_fresh = True
+        return b.sq
+
     def _land(self, r: Reduction) -> None:
         """The reduced gradient into the bucket's fp32 owned gradient (host memory with
-        offload_optimizer)."""
+        offload_optimizer); a fused landing is there already."""
         b, out = r.bucket, r.out
-        g = out.float() if out.dtype != torch.float32 else out
-        if self.dtype != torch.float16:
-            # a fresh reduce-scatter output (or fp32 copy) is divided in place
-            g = g.div_(self.world) if r.fresh or g is not out else g / self.world
-        if b.grad.device != g.device:  # offload_optimizer: the shard is in host memory
-            self._host.grad_to_host(id(b), g, b.grad, r.add)
-        elif r.add:
-            b.grad.add_(g)
-        elif g is not b.grad:
-            b.grad.copy_(g)
+        if not r.landed:
+            g = out.float() if out.dtype != torch.float32 else out
+            if self.dtype != torch.float16:
+                # a fresh reduce-scatter output (or fp32 copy) is divided in place
+                g = g.div_(self.world) if r.fresh or g is not out else g / self.world
+            if b.grad.device != g.device:  # offload_optimizer: the shard is in host memory
+                self._host.grad_to_host(id(b), g, b.grad, r.add)
+            elif r.add:
+                b.grad.add_(g)
+            elif g is not b.grad:
+                b.grad.copy_(g)
         if r.clear_slots:
             for slot in b.slots:
                 slot.clear()
@@ -469,10 +506,12 @@ class ZeroEngine(Stage3):
         """Sum of squared gradients over all owned slices, summed over ranks (stage >= 1)."""
         local = torch.zeros((), device=self.opt_device)
         for b in self._all_owned():
-            local += _sq_sum_fp64(b.grad).float()
+            # the square-sum its reduction fused (Note [landing in the reduction]), else now
+            local += (b.sq if b.sq_fresh else _sq_sum_fp64(b.grad)).float()
+            b.sq_fresh = False
         local = local.to(self.device)  # offload: the collective runs on the device
         if self.settings.stage >= 1:
-            self.comm.call(lambda: dist.all_reduce(local, group=self.group)).wait()
+            self.comm.small_allreduce(local).wait()
         return local
 
     def get_global_grad_norm(self) -> float | None:
@@ -502,7 +541,8 @@ class ZeroEngine(Stage3):
         if s.loss_scaler is not None:
             applied = s.loss_scaler.update(overflow)
         if applied and not overflow:
-            self._before_param_writes()
+            # the norm's all-reduce (stage >= 1) met every rank after its backward
+            self._before_param_writes(met=sq is not None and s.stage >= 1)
             if s.gradient_clipping:
                 norm = float(sq.sqrt())
                 coef = s.gradient_clipping / (norm + 1e-6)
@@ -531,6 +571,7 @@ class ZeroEngine(Stage3):
             self.skipped_steps += 1
         for b in owned:  # the next accumulation's first reduction overwrites the gradient
             b.grad_empty = True
+            b.sq_fresh = False
             if self.settings.stage <= 1:  # and its first gradients the flat buffer (stage 2:
                 for slot in b.slots:  # per micro-step, in _land)
                     slot.clear()
