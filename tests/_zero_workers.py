@@ -101,6 +101,8 @@ def train(payload, *, device, send):
         engine = ZeroEngine(model, settings)
         if not payload.get("landing", True):  # landed after the collective, in torch passes
             engine.comm.lands = False
+        if payload.get("comm_thread"):  # the worker thread even where shm would run inline
+            engine.comm.inline = False
         sinks = sum(hasattr(p, "grad_sink") for p in model.parameters())
         if not payload.get("sinks", True):  # weight gradients through autograd's own add
             for p in model.parameters():
@@ -122,6 +124,8 @@ def train(payload, *, device, send):
             "sinks": sinks,
             "staged": sum(len(pool) for pool in engine._grad_pool.values()),
             "lands": engine.comm.lands,
+            "inline": engine.comm.inline,
+            "threads": torch.get_num_threads(),
             "grad_norm": engine.get_global_grad_norm(),
         }
         engine.destroy()

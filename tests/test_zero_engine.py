@@ -57,7 +57,8 @@ FP16_ATOL = 2e-2
 def _run(
     world: int, cases: list[ZeroSettings], steps: int = 3, skip=(), **options
 ) -> dict[int, dict]:
-    """``options``: ``layers``, ``sinks`` and ``landing`` for tests._zero_workers.train."""
+    """``options``: ``layers``, ``sinks``, ``landing`` and ``comm_thread`` for
+    tests._zero_workers.train."""
     got: dict[int, dict] = {}
     spawn_ranks(
         "tests._zero_workers:train",
@@ -138,8 +139,14 @@ def test_shm_zero_copy_matches_single_process_adamw(world):
     stage 3 its units (Note [stage-3 resident]): the same results as single-process AdamW, and
     the zero-copy layout was really used."""
     got = _run(world, SHM_CASES)
+    threaded = _run(world, SHM_CASES, comm_thread=True)  # as on ranks with cores to spare
     for index, case in enumerate(SHM_CASES):
         result = got[index]
+        # one thread per rank (as many ranks as cores): each collective on the calling thread
+        # (Note [collectives on the calling thread]); on the worker: the same bits
+        assert result["inline"] == (result["threads"] == 1), index
+        assert not threaded[index]["inline"], index
+        assert all(torch.equal(v, threaded[index]["state"][k]) for k, v in result["state"].items())
         assert result["params_replicated"], (index, case.stage)
         bound = 1e-5 if case.dtype == torch.float32 else BF16_ATOL
         assert _max_err(result) <= bound, (index, case.stage, case.dtype)
