@@ -1,4 +1,5 @@
-"""The compute-only floor of dsbench.suites.step_floor: how its plain model keeps gradients."""
+"""The compute-only floor of dsbench.suites.step_floor: how its plain model keeps gradients, and
+how it times its parts as one sequence."""
 
 import torch
 from torch import nn
@@ -37,17 +38,16 @@ def test_floor_overwrites_each_steps_first_gradients_and_accumulates_the_rest():
     preset = _Recording()
     g = torch.Generator().manual_seed(0)
     batches = [(torch.randn(5, 8, generator=g), torch.randn(5, 4, generator=g)) for _ in range(3)]
-    reps, warmup = 4, 2  # step_floor._timed's warmup
-    seconds = step_floor._forward_backward_seconds(
-        preset, batches, dtype=torch.float32, device="cpu", reps=reps
-    )
-    assert seconds > 0
+    calls = 6
+    with step_floor._plain_model(preset, batches, dtype=torch.float32, device="cpu") as run:
+        for _ in range(calls):
+            run()
     ref = _model(0)  # autograd's own accumulation of the same micro-batches
     expected = [None]
     for x, y in batches[:-1]:
         (nn.functional.mse_loss(ref(x), y) / len(batches)).backward()
         expected.append([p.grad.clone() for p in ref.parameters()])
-    assert len(preset.seen) == len(batches) * (reps + warmup)
+    assert len(preset.seen) == len(batches) * calls
     for i, seen in enumerate(preset.seen):
         want = expected[i % len(batches)]
         if want is None:
@@ -56,3 +56,33 @@ def test_floor_overwrites_each_steps_first_gradients_and_accumulates_the_rest():
             for got, w in zip(seen, want, strict=True):
                 torch.testing.assert_close(got, w, rtol=1e-6, atol=1e-7)
     assert all(not p._post_accumulate_grad_hooks for p in preset.model.parameters())
+
+
+def test_floor_is_the_sequence_of_its_parts(monkeypatch):
+    """Note [the floor is a step]: forward and backward then AdamW, timed as one sequence per
+    repetition (the floor is the sequence's median, each part's median reported beside it); the
+    back-to-back AdamW is reported too, and does not enter the floor."""
+    clock = iter(range(10_000))
+    monkeypatch.setattr(step_floor.time, "perf_counter", lambda: float(next(clock)))
+    calls = []
+    total, parts = step_floor._timed_sequence(
+        [lambda: calls.append("fb"), lambda: calls.append("opt")], "cpu", reps=3
+    )
+    assert calls == ["fb", "opt"] * 5  # 2 warm-up sequences, then 3
+    assert (total, parts) == (2.0, [1.0, 1.0])  # each part one tick, the sequence two
+    monkeypatch.undo()
+    preset = _Recording()
+    batches = [(torch.randn(5, 8), torch.randn(5, 4)) for _ in range(2)]
+    seen = []
+
+    def adamw(params, grads, *rest, **kw):
+        seen.append(params[0].numel())
+
+    out = step_floor.measure_floor(
+        preset, batches, dtype=torch.float32, device="cpu", owned=10, adamw=adamw, fused=None,
+        reps=3,
+    )  # fmt: skip
+    ms = out["floor_ms"]
+    assert set(ms) == {"forward_backward", "optimizer", "optimizer_back_to_back"}
+    assert seen == [10] * 10  # 5 in the sequences, 5 back to back
+    assert out["floor_s"] > 0 and all(v > 0 for v in ms.values())
