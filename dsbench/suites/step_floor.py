@@ -91,10 +91,12 @@ def measure_floor(
     owned: int,
     adamw: Callable,
     fused: bool | None,
-    reps: int = 5,
+    reps: int = 15,
 ) -> dict:
     """This rank's compute-only floor in seconds: ``{"floor_s", "floor_ms": {...}}``, the
-    median of the sequence and of its parts (Note [the floor is a step])."""
+    median of the sequence and of its parts over ``reps`` repetitions (Note [the floor is a
+    step]; 15 take about 0.2 s for the seed MLP, and its median moved by up to 2 ms between the
+    cases of one launch with 5)."""
     p, g, m, v = (torch.zeros(owned, device=device) for _ in range(4))
     g.normal_(0, 1e-3)
     steps = [torch.zeros((), device=device)]
