@@ -14,8 +14,8 @@ its last bits (about 1e-13 relative on that shard), far below what fp32 resolves
 The C file is compiled at first use by the host's C compiler (``cc``, ``gcc`` or ``clang``;
 ``-O3 -march=native -ffp-contract=off``, in seconds) into ``<cache>/cpu_kernels/`` (``<cache>``
 as for the CUDA build: ``$DSBENCH_CACHE_DIR``, else ``$XDG_CACHE_HOME/dsbench``, else
-``~/.cache/dsbench``), named by a hash of the source, the compiler and the flags; ranks building
-at once each write their own file and rename it into place. Without a compiler, or when the
+``~/.cache/dsbench``), named by a hash of the source, the compiler, the flags and the CPU; ranks
+building at once each write their own file and rename it into place. Without a compiler, or when the
 build fails, the same arithmetic runs as torch passes (same bits, the time above) and
 :func:`backend` says why.
 """
@@ -25,6 +25,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import platform
 import shutil
 import subprocess
 import tempfile
@@ -53,9 +54,22 @@ def _library_path(cc: str) -> Path:
     from dsbench.hardware import resolve_cache_dir
 
     h = hashlib.sha256(SOURCE.read_bytes())
-    for part in (cc, *FLAGS):
+    for part in (cc, *FLAGS, _cpu_identity()):  # -march=native: a build per kind of CPU
         h.update(part.encode())
     return resolve_cache_dir() / "cpu_kernels" / f"shm_sum_{h.hexdigest()[:16]}.so"
+
+
+def _cpu_identity() -> str:
+    """The machine and its CPU's model and feature flags (Linux), for a cache folder that other
+    hosts may share."""
+    text = platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            lines = [line for line in f if line.startswith(("model name", "flags"))]
+        text += "".join(sorted(set(lines)))
+    except OSError:
+        text += platform.processor()
+    return text
 
 
 def _build() -> tuple[object | None, str | None]:
@@ -127,7 +141,10 @@ def sum_into(
     that with ``accumulate``; all fp32, contiguous, of ``out``'s size, on the host, and ``out``
     apart from every slot. ``sq`` (an fp64 scalar): set to the sum of ``out``'s squares."""
     fn = _load()
-    if fn is not None and not any(_overlaps(out, s) for s in slots):
+    tensors = [out, *slots]
+    plain = all(t.dtype == torch.float32 and t.is_contiguous() and t.device.type == "cpu"
+                and t.numel() == out.numel() for t in tensors)  # fmt: skip
+    if fn is not None and plain and not any(_overlaps(out, s) for s in slots):
         ptrs = (ctypes.c_void_p * len(slots))(*(s.data_ptr() for s in slots))
         fn(
             out.data_ptr(), ptrs, len(slots), out.numel(), float(divide_by), int(accumulate),

@@ -210,3 +210,33 @@ def large_collectives_bits(payload, *, device, send):
         out[str(dtype)] = (torch.equal(ours, gloos), close, torch.equal(full_ours, full_gloos))
     if rank == 0:
         send(out)
+
+
+def inline_phases(payload, *, device, send):
+    """Note [collectives on the calling thread]: with shm collectives on one-thread ranks each
+    reduce-scatter runs at submission, and its whole time must count as blocked time
+    ("reduce_wait") in the engine's phases. Every reduce-scatter is slowed by ``delay_s`` here;
+    sends ``{"inline", "reduce_wait", "reductions"}`` from one step of stage 2 (2 micro-steps)."""
+    import time
+
+    shm = dict.fromkeys(("allreduce", "reduce_scatter", "allgather"), "shm")
+    settings = ZeroSettings(stage=2, grad_accum=2, overlap_comm=True, kernels=shm)
+    engine = ZeroEngine(make_model(seed=dist.get_rank()), settings)
+    run, calls = engine.comm._reduce_scatter, []
+
+    def slowed(*args, **kwargs):
+        calls.append(1)
+        time.sleep(payload["delay_s"])
+        return run(*args, **kwargs)
+
+    engine.comm._reduce_scatter = slowed
+    engine.phase_seconds = {}
+    for micro in range(2):
+        x, y = batch(0, micro, dist.get_rank(), 4)
+        engine.backward(loss_fn(engine.module, x, y, False))
+        engine.step()
+    waited = engine.phase_seconds.get("reduce_wait", 0.0)
+    threads = torch.get_num_threads()
+    send({"inline": engine.comm.inline, "threads": threads, "reduce_wait": waited,
+          "reductions": len(calls)})  # fmt: skip
+    engine.destroy()

@@ -294,3 +294,16 @@ def test_fp16_overflow_skips_steps_and_lowers_the_scale():
     assert skipped >= 20 and applied >= 1 and skipped + applied == 30
     assert scales[0] == 2.0**39 and scales == sorted(scales, reverse=True)
     assert got["unchanged_after_first_skip"]
+
+
+def test_collectives_on_the_calling_thread_count_as_blocked_time():
+    """Note [collectives on the calling thread]: a reduce-scatter run at submission is blocked
+    time, in the phase breakdown's "reduce_wait" as its wait would be (each slowed by 50 ms)."""
+    got = []
+    spawn_ranks("tests._zero_workers:inline_phases", 2, {"delay_s": 0.05},
+                on_message=lambda rank, msg: got.append(msg), timeout_s=120)  # fmt: skip
+    for msg in got:
+        if msg["threads"] != 1:
+            pytest.skip("ranks have more than one thread here: collectives run on the worker")
+        assert msg["inline"] and msg["reductions"] >= 2, msg
+        assert msg["reduce_wait"] >= 0.05 * msg["reductions"], msg

@@ -28,13 +28,14 @@ stage 3): the fp32 master weights, the gradient shard and Adam's moments (and wi
 arithmetic is exactly that of the same stage without offload.
 
 Common to all stages: ``overlap_comm`` launches a bucket's collective from the gradient hook that
-completes it, while backward continues (see :mod:`dsbench.zero.comm`); ``contiguous_gradients``
-keeps gradients in one flat buffer instead of per-parameter tensors; fp16 (dynamic loss scaling:
-overflowing steps are skipped) and bf16 train with fp32 master weights in the optimizer shard;
-gradient accumulation divides the loss by the number of micro-steps; gradient clipping uses the
-global norm across all shards. The optimizer step and the collectives come from the kernel
-registry (``adamw``, ``allreduce``, ``reduce_scatter``, ``allgather``): the engine does not know
-which implementation it got.
+completes it, while backward continues (see :mod:`dsbench.zero.comm`; shm collectives on ranks
+with one thread run in the hook itself, Note [collectives on the calling thread] there);
+``contiguous_gradients`` keeps gradients in one flat buffer instead of per-parameter tensors;
+fp16 (dynamic loss scaling: overflowing steps are skipped) and bf16 train with fp32 master
+weights in the optimizer shard; gradient accumulation divides the loss by the number of
+micro-steps; gradient clipping uses the global norm across all shards. The optimizer step and
+the collectives come from the kernel registry (``adamw``, ``allreduce``, ``reduce_scatter``,
+``allgather``): the engine does not know which implementation it got.
 
 On one host with the ``shm`` collectives (CPUs), buffers that every rank maps replace copies
 (``kernels/shm.py``, "Zero-copy buffers"): at stages 1–2 the parameters are one copy per host
@@ -186,6 +187,12 @@ class ZeroEngine(Stage3):
             self.phase_seconds[name] = self.phase_seconds.get(name, 0.0) + (
                 time.perf_counter() - t0
             )
+
+    def _running(self, name: str):
+        """Around submitting a collective: where it runs at submission (Note [collectives on
+        the calling thread] in :mod:`dsbench.zero.comm`) its whole time is blocked time, counted
+        in phase ``name`` as its wait would be; else nothing (the wait is timed)."""
+        return self._phase(name) if self.comm.inline else contextlib.nullcontext()
 
     def _optimizer_kernel(self) -> Callable:
         s = self.settings
@@ -389,9 +396,10 @@ class ZeroEngine(Stage3):
             if straight and self.dtype == torch.float32 and self.comm.lands:
                 # Note [landing in the reduction]: the collective divides and adds itself
                 sq = self._fused_sq(b)
-                handle = self.comm.reduce_scatter(
-                    b.grad, full, divide_by=self.world, accumulate=add, sq=sq
-                )
+                with self._running("reduce_wait"):
+                    handle = self.comm.reduce_scatter(
+                        b.grad, full, divide_by=self.world, accumulate=add, sq=sq
+                    )
                 landed = Reduction(b, b.grad, full, add, False, s.stage >= 2 and contiguous, True)
                 self._pending.append((handle, landed))
                 if not s.overlap_comm:
@@ -401,11 +409,13 @@ class ZeroEngine(Stage3):
                 out = b.grad
             else:
                 out = torch.empty(b.owned, dtype=self.dtype, device=self.device)
-            handle = self.comm.reduce_scatter(out, full)
+            with self._running("reduce_wait"):
+                handle = self.comm.reduce_scatter(out, full)
             fresh = True
         else:
             out = full[b.lo : b.lo + b.owned]
-            handle = self.comm.allreduce(full)
+            with self._running("reduce_wait"):
+                handle = self.comm.allreduce(full)
             fresh = False
         # reduced every micro-step (stage >= 2): the next micro-step's gradients overwrite it
         clear_slots = s.stage >= 2 and contiguous
@@ -592,11 +602,13 @@ class ZeroEngine(Stage3):
             if b.owned != b.padded:  # sharded: every rank gathers the others' updated slices
                 # in place: the input is this rank's slice of the output, as NCCL allows, and
                 # every CPU implementation too (tests/test_shm.py): no copy of the shard first
-                handles.append(self.comm.allgather(full, mine))
+                with self._running("allgather_wait"):
+                    handles.append(self.comm.allgather(full, mine))
         if self._host is not None:
             self._host.published()
         if self._units_resident:  # nothing to gather: wait until every rank wrote its slices
-            handles.append(self.comm.fence())
+            with self._running("allgather_wait"):
+                handles.append(self.comm.fence())
         with self._phase("allgather_wait"):
             for h in handles:
                 h.wait()

@@ -171,7 +171,8 @@ class Stage3:
         shard = unit.shard
         if shard.device != self.device:  # offload_param: the shard comes from host memory
             shard = shard.to(self.device, non_blocking=self._host.pin)
-        unit.in_flight = InFlight(full, self.comm.allgather(full, shard))
+        with self._running("allgather_wait"):
+            unit.in_flight = InFlight(full, self.comm.allgather(full, shard))
 
     def _gather(self, unit: Unit) -> None:
         self._start_gather(unit)
