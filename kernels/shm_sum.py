@@ -34,6 +34,8 @@ from pathlib import Path
 
 import torch
 
+from dsbench.kernels.shm import _overlaps
+
 SOURCE = Path(__file__).resolve().parent / "csrc" / "shm_sum.c"
 FLAGS = ("-O3", "-march=native", "-ffp-contract=off", "-shared", "-fPIC")
 
@@ -124,11 +126,6 @@ def backend() -> str:
     return "c" if _load() is not None else f"torch: {_why_not}"
 
 
-def _overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
-    a0, b0 = a.data_ptr(), b.data_ptr()
-    return a0 < b0 + b.numel() * b.element_size() and b0 < a0 + a.numel() * a.element_size()
-
-
 def sum_into(
     out: torch.Tensor,
     slots: list[torch.Tensor],
@@ -138,20 +135,21 @@ def sum_into(
     sq: torch.Tensor | None = None,
 ) -> None:
     """``out = (slots[0] + slots[1] + ...) / divide_by``, summed in rank order, or ``out +=``
-    that with ``accumulate``; all fp32, contiguous, of ``out``'s size, on the host, and ``out``
-    apart from every slot. ``sq`` (an fp64 scalar): set to the sum of ``out``'s squares."""
+    that with ``accumulate``, all of ``out``'s size. ``sq`` (an fp64 scalar): set to the sum of
+    ``out``'s squares. One C pass where all are contiguous fp32 on the host and ``out`` is apart
+    from every slot, else torch passes (the same bits)."""
     fn = _load()
-    tensors = [out, *slots]
+    apart = not any(_overlaps(out, s) for s in slots)
     plain = all(t.dtype == torch.float32 and t.is_contiguous() and t.device.type == "cpu"
-                and t.numel() == out.numel() for t in tensors)  # fmt: skip
-    if fn is not None and plain and not any(_overlaps(out, s) for s in slots):
+                and t.numel() == out.numel() for t in (out, *slots))  # fmt: skip
+    if fn is not None and plain and apart:
         ptrs = (ctypes.c_void_p * len(slots))(*(s.data_ptr() for s in slots))
         fn(
             out.data_ptr(), ptrs, len(slots), out.numel(), float(divide_by), int(accumulate),
             sq.data_ptr() if sq is not None else None,
         )  # fmt: skip
         return
-    dst = out if not accumulate and not any(_overlaps(out, s) for s in slots) else None
+    dst = out if not accumulate and apart else None
     total = torch.add(slots[0], slots[1], out=dst) if len(slots) > 1 else slots[0].clone()
     for s in slots[2:]:
         total.add_(s)

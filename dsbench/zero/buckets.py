@@ -42,9 +42,8 @@ class Bucket:
         # the next reduction writes it instead of adding to it
         self.grad_empty = True
         # the owned gradient's fp64 square-sum, written by its last reduction of this
-        # accumulation when that fused it (Note [landing in the reduction]); fresh: it did
+        # accumulation when that fused it (Note [landing in the reduction]); None: it did not
         self.sq: torch.Tensor | None = None
-        self.sq_fresh = False
         self.exp_avg: torch.Tensor | None = None
         self.exp_avg_sq: torch.Tensor | None = None
 

@@ -391,35 +391,27 @@ class ZeroEngine(Stage3):
         # (stage >= 2); the first reduction after a step writes it instead, so nothing zeroes it
         add = s.stage >= 2 and not b.grad_empty
         b.grad_empty = False
-        if b.owned != b.padded and s.reduce_scatter:
-            straight = b.grad.dtype == self.dtype and b.grad.device == self.device
-            if straight and self.dtype == torch.float32 and self.comm.lands:
-                # Note [landing in the reduction]: the collective divides and adds itself
-                sq = self._fused_sq(b)
-                with self._running("reduce_wait"):
+        landed = False  # Note [landing in the reduction]: the collective divides and adds
+        with self._running("reduce_wait"):
+            if b.owned != b.padded and s.reduce_scatter:
+                straight = b.grad.dtype == self.dtype and b.grad.device == self.device
+                if straight and self.dtype == torch.float32 and self.comm.lands:
+                    out, fresh, landed = b.grad, False, True
                     handle = self.comm.reduce_scatter(
-                        b.grad, full, divide_by=self.world, accumulate=add, sq=sq
+                        out, full, divide_by=self.world, accumulate=add, sq=self._fused_sq(b)
                     )
-                landed = Reduction(b, b.grad, full, add, False, s.stage >= 2 and contiguous, True)
-                self._pending.append((handle, landed))
-                if not s.overlap_comm:
-                    self._drain()
-                return
-            if not add and straight:  # straight into the owned gradient
-                out = b.grad
+                else:  # straight into the owned gradient when it is written, else a buffer
+                    own = not add and straight
+                    out = b.grad if own else torch.empty_like(full[: b.owned])
+                    handle = self.comm.reduce_scatter(out, full)
+                    fresh = True
             else:
-                out = torch.empty(b.owned, dtype=self.dtype, device=self.device)
-            with self._running("reduce_wait"):
-                handle = self.comm.reduce_scatter(out, full)
-            fresh = True
-        else:
-            out = full[b.lo : b.lo + b.owned]
-            with self._running("reduce_wait"):
+                out = full[b.lo : b.lo + b.owned]
                 handle = self.comm.allreduce(full)
-            fresh = False
+                fresh = False
         # reduced every micro-step (stage >= 2): the next micro-step's gradients overwrite it
         clear_slots = s.stage >= 2 and contiguous
-        self._pending.append((handle, Reduction(b, out, full, add, fresh, clear_slots)))
+        self._pending.append((handle, Reduction(b, out, full, add, fresh, clear_slots, landed)))
         if not s.overlap_comm:
             self._drain()
 
@@ -441,9 +433,7 @@ class ZeroEngine(Stage3):
         wanted = s.gradient_clipping or s.grad_norm_every_step
         if not (wanted and s.loss_scaler is None and self._boundary()):
             return None
-        if b.sq is None:
-            b.sq = torch.zeros((), dtype=torch.float64)
-        b.sq_fresh = True
+        b.sq = torch.zeros((), dtype=torch.float64)
         return b.sq
 
     def _land(self, r: Reduction) -> None:
@@ -517,8 +507,8 @@ class ZeroEngine(Stage3):
         local = torch.zeros((), device=self.opt_device)
         for b in self._all_owned():
             # the square-sum its reduction fused (Note [landing in the reduction]), else now
-            local += (b.sq if b.sq_fresh else _sq_sum_fp64(b.grad)).float()
-            b.sq_fresh = False
+            local += (b.sq if b.sq is not None else _sq_sum_fp64(b.grad)).float()
+            b.sq = None
         local = local.to(self.device)  # offload: the collective runs on the device
         if self.settings.stage >= 1:
             self.comm.small_allreduce(local).wait()
@@ -581,7 +571,6 @@ class ZeroEngine(Stage3):
             self.skipped_steps += 1
         for b in owned:  # the next accumulation's first reduction overwrites the gradient
             b.grad_empty = True
-            b.sq_fresh = False
             if self.settings.stage <= 1:  # and its first gradients the flat buffer (stage 2:
                 for slot in b.slots:  # per micro-step, in _land)
                     slot.clear()
