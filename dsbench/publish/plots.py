@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from matplotlib.figure import Figure
+from matplotlib.transforms import offset_copy
 
 COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c")
 MAX_LINES = 10
@@ -424,5 +425,9 @@ def phase_bars(cases: Sequence[PhaseCase], path: Path, *, title: str = "") -> Pa
     if title:
         ax.set_title(text(title, 100), fontsize=10)
     ax.grid(axis="x", alpha=0.25)
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=4, frameon=False)
+    # a fixed distance below the axis label, whatever the figure's height (a fraction of the
+    # axes would leave a gap that grows with the number of cases)
+    below = offset_copy(ax.transAxes, fig=fig, y=-30, units="points")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=below,
+              ncol=4, frameon=False)  # fmt: skip
     return _save(fig, path)
