@@ -1,6 +1,7 @@
 """The compute-only floor of dsbench.suites.step_floor: how its plain model keeps gradients, and
 how it times its parts as one sequence."""
 
+import pytest
 import torch
 from torch import nn
 
@@ -86,3 +87,53 @@ def test_floor_is_the_sequence_of_its_parts(monkeypatch):
     assert set(ms) == {"forward_backward", "optimizer", "optimizer_back_to_back"}
     assert seen == [10] * 10  # 5 in the sequences, 5 back to back
     assert out["floor_s"] > 0 and all(v > 0 for v in ms.values())
+
+
+class _FakeEngine:
+    """An engine whose calls advance a fake clock: each forward ``forward_s`` (the next value
+    of ``slow`` instead, where given), backward 2 s of which 0.5 s blocked on a reduction, step
+    0.1 s of optimizer."""
+
+    def __init__(self, now: list[float], slow: dict[int, float]):
+        self.now, self.slow, self.forwards = now, slow, 0
+        self.phase_seconds = None
+
+    def loss(self, engine, batch):
+        self.now[0] += self.slow.get(self.forwards, 1.0)
+        self.forwards += 1
+        return batch
+
+    def backward(self, loss):
+        self.now[0] += 2.0
+        self.phase_seconds["reduce_wait"] = self.phase_seconds.get("reduce_wait", 0.0) + 0.5
+
+    def step(self):
+        self.now[0] += 0.1
+        self.phase_seconds["optimizer"] = self.phase_seconds.get("optimizer", 0.0) + 0.1
+
+
+def test_phases_are_medians_over_recorded_steps_after_an_unrecorded_one(monkeypatch):
+    """Note [a typical step's phases]: the first step (cold after the floor) is not recorded,
+    and a slow recorded step does not move the phases; blocked time and the optimizer come out
+    of the call that contains them."""
+    now = [0.0]
+    monkeypatch.setattr(step_floor.time, "perf_counter", lambda: now[0])
+    # forwards 0-1: the unrecorded step's two micro-batches; 6: a recorded step's first one
+    engine = _FakeEngine(now, slow={0: 40.0, 1: 40.0, 6: 30.0})
+    drawn = []
+
+    def micro_batches():
+        drawn.append(len(drawn))
+        return [("batch", 0), ("batch", 1)]
+
+    out = step_floor.phase_breakdown(engine, micro_batches, engine.loss, device="cpu")
+    assert len(drawn) == 6  # one unrecorded step, then five
+    assert out == pytest.approx({
+        "forward": 2000.0,  # two micro-batches of 1 s; the 40 s and 30 s ones are not typical
+        "backward": 3000.0,  # 2 x (2 s less 0.5 s blocked)
+        "reduce_scatter": 1000.0,
+        "optimizer": 200.0,
+        "allgather": 0.0,
+        "other": 0.0,  # each step call is all optimizer
+    }, abs=1e-6)  # fmt: skip
+    assert engine.phase_seconds is None  # profiling switched off again
