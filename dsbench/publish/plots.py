@@ -400,7 +400,7 @@ PHASE_NAMES = {
 
 
 def phase_bars(cases: Sequence[PhaseCase], path: Path, *, title: str = "") -> Path:
-    """A horizontal stacked bar per case: its step's phases in ms (from a few profiled steps),
+    """A horizontal stacked bar per case: its step's phases in ms (medians over profiled steps),
     with the compute-only floor (black) and the timed step's median (white) marked above it."""
     n = len(cases)
     fig = Figure(figsize=(9, max(2.2, 0.32 * n + 1.5)))

@@ -130,9 +130,10 @@ def phase_section(site: Site, run: Run) -> list[Html]:
         )
     notes = sorted({r.notes["phases_ms"].get("note") for r in rows} - {None})
     caption = join([
-        "Where each step's time goes, from a few extra steps profiled after timing (forward, "
-        "backward, time blocked on gradient reductions and parameter gathers, the optimizer, "
-        "the rest); the black marker is the rank's compute-only floor, the white one the timed "
+        "Where each step's time goes, from extra steps profiled after timing (each phase's "
+        "median over five steps, after one unrecorded step: forward, backward, time blocked "
+        "on gradient reductions and parameter gathers, the optimizer, the rest); the black "
+        "marker is the rank's compute-only floor, the white one the timed "
         "step's median. step_efficiency = floor / step. ",
         *(f"{n}. " for n in notes),
     ])  # fmt: skip
