@@ -46,22 +46,6 @@ import torch
 PHASES = ("forward", "backward", "reduce_scatter", "optimizer", "allgather", "other")
 
 
-def _timed(fn: Callable[[], object], device: str, reps: int, warmup: int = 2) -> float:
-    """Median seconds of ``fn`` over ``reps`` calls after ``warmup``."""
-    gpu = device.startswith("cuda")
-    times = []
-    for i in range(warmup + reps):
-        if gpu:
-            torch.cuda.synchronize(device)
-        t0 = time.perf_counter()
-        fn()
-        if gpu:
-            torch.cuda.synchronize(device)
-        if i >= warmup:
-            times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
 def _timed_sequence(
     parts: list[Callable[[], object]], device: str, reps: int, warmup: int = 2
 ) -> tuple[float, list[float]]:
@@ -126,7 +110,7 @@ def measure_floor(
 
     with _plain_model(preset, batches, dtype=dtype, device=device) as forward_backward:
         total, (fwd_bwd, opt) = _timed_sequence([forward_backward, step], device, reps)
-    alone = _timed(step, device, reps)
+    alone = _timed_sequence([step], device, reps)[0]  # AdamW back to back
     return {
         "floor_s": total,
         "floor_ms": {
