@@ -34,7 +34,8 @@ ASV_RUN_FLAGS ?= --quick --show-stderr --record-samples
 # The sizes the asv benchmarks take (DSBENCH_ASV_SUITE): smoke, quick or full.
 ASV_SUITE ?= quick
 
-.PHONY: run test test-py312 lint format bench fuzz asv asv-full clean-venv
+.PHONY: run test test-py312 lint format bench bench-power gpu-check gpu-check-rehearsal wheels \
+  fuzz asv asv-full clean-venv
 
 $(STAMP): pyproject.toml Makefile
 	@if [ ! -x $(BIN)/python ]; then \
@@ -57,6 +58,9 @@ $(STAMP): pyproject.toml Makefile
 run: $(STAMP)
 	$(BIN)/dsbench run --suite $(SUITE)
 
+# All three always run, the tests on Python 3.11, the 3.12 subset and make gpu-check's rehearsal:
+# a failure in one does not hide the others' results (the last line reports each; make fails if
+# any failed). pytest prints its 25 slowest tests.
 # hipcc (HIP compile checks) and Chromium (the pages in a browser) need root to install. Outside
 # CI a machine that cannot install them runs the rest, and those tests skip saying why; with $CI
 # set (.ci/run sets it) they are required.
@@ -65,8 +69,14 @@ test: $(STAMP)
 	  echo "dsbench: hipcc not installable here; the HIP compile tests will skip (required with CI set)"; }
 	@sh tests/install_chromium.sh || { [ -z "$(CI)" ] && \
 	  echo "dsbench: Chromium not installable here; the browser tests will skip (required with CI set)"; }
-	$(BIN)/python -m pytest
-	@$(MAKE) --no-print-directory test-py312
+	@py311=0; py312=0; gpu=0; \
+	$(BIN)/python -m pytest --durations=25 || py311=$$?; \
+	$(MAKE) --no-print-directory test-py312 || py312=$$?; \
+	$(MAKE) --no-print-directory gpu-check-rehearsal || gpu=$$?; \
+	verdict() { [ "$$1" = 0 ] && echo passed || echo "FAILED (exit $$1)"; }; \
+	echo "dsbench: Python 3.11 tests $$(verdict $$py311); Python 3.12 subset $$(verdict $$py312);" \
+	  "gpu-check rehearsal $$(verdict $$gpu)"; \
+	[ $$py311 = 0 ] && [ $$py312 = 0 ] && [ $$gpu = 0 ]
 
 # The smoke subset on Python 3.12, in $(VENV312); torch from the registry (for 3.12 a CUDA
 # build, ~3 GB, which runs on CPUs too).
@@ -95,6 +105,49 @@ format: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/dsbench run --suite full
+
+# On a GPU box, offline (make gpu-check OUT=DIR): every GPU number in under 8 minutes into one
+# folder of at most 8 files (dsbench/gpucheck.py). It runs from this checkout with the Python that
+# has torch; nothing is installed, except DeepSpeed from a .wheels/ wheel (make wheels) when one
+# is there, apart under .dsbench/envs/.
+OUT ?=
+gpu-check:
+	$(PYTHON) -m dsbench gpu-check $(if $(OUT),--out $(OUT))
+
+# DeepSpeed for a GPU box without a network, made here: its wheel (ops not prebuilt) and the
+# wheels it needs that such a box lacks, for Python $(WHEELS_PYTHON) on x86_64 Linux, in .wheels/.
+WHEELS_PYTHON ?= 3.12
+DEEPSPEED_NEEDS = einops hjson msgpack ninja packaging psutil py-cpuinfo pydantic tqdm
+wheels: $(STAMP)
+	DS_BUILD_OPS=0 $(BIN)/python -m pip wheel --quiet --no-deps --wheel-dir .wheels "$(DEEPSPEED_SPEC)"
+	$(BIN)/python -m pip download --quiet --only-binary=:all: --python-version $(WHEELS_PYTHON) \
+	  --platform manylinux2014_x86_64 --dest .wheels $(DEEPSPEED_NEEDS)
+
+# make gpu-check's rehearsal on this CPU (make test runs it): tiny sizes, one training rank, in a
+# venv built without the network (pip --no-index, from wheels fetched first) that has only what
+# a GPU box is promised: no DeepSpeed, no asv, dsbench not installed.
+OFFLINE_VENV ?= .venv-offline
+OFFLINE_WHEELS ?= .dsbench/offline-wheels
+OFFLINE_PACKAGES = $(TORCH_SPEC) numpy scipy pandas tabulate matplotlib rich pytest hypothesis \
+  $(if $(filter Linux-x86_64,$(shell uname -s)-$(shell uname -m)),$(TRITON_SPEC))
+REHEARSAL_OUT ?= .dsbench/gpu-check/rehearsal
+
+$(OFFLINE_VENV)/.built: Makefile
+	$(PYTHON) -m pip download --quiet --dest $(OFFLINE_WHEELS) $(OFFLINE_PACKAGES)
+	rm -rf $(OFFLINE_VENV) && $(PYTHON) -m venv $(OFFLINE_VENV)
+	$(OFFLINE_VENV)/bin/python -m pip install --quiet --no-index --find-links $(OFFLINE_WHEELS) \
+	  $(OFFLINE_PACKAGES)
+	@touch $@
+
+gpu-check-rehearsal: $(OFFLINE_VENV)/.built
+	rm -rf $(REHEARSAL_OUT)
+	$(OFFLINE_VENV)/bin/python -m dsbench gpu-check --device cpu --out $(REHEARSAL_OUT)
+
+# The power of `dsbench ab` on this machine: throwaway commits slowing AdamW by 2%, 10% and 20%,
+# each against its parent in alternating rounds (dsbench/power.py); a result, not a pass/fail.
+POWER_ARGS ?= --slowdowns 0.02,0.1,0.2 --rounds 6
+bench-power: $(STAMP)
+	$(BIN)/python -m dsbench.power $(POWER_ARGS)
 
 # The readers under hypothesis for longer: 10,000 examples a target, random (make test: 300,
 # derandomized); the examples each target ran are printed at the end.

@@ -16,6 +16,14 @@ its peers gave up waiting on it (it hangs); a rank whose error is not a communic
 the first error seen. The others' errors follow as consequences. Each rank records what it is
 doing in shared memory (:func:`mark`: the training step, a few words such as "saving a
 checkpoint"), so a rank that dies without a word is still named with its step.
+
+[Note: joining apart from the collective timeout] A short collective timeout names a hung peer
+quickly, but ranks start unevenly: importing torch and the target's module can take seconds longer
+on one rank of a loaded machine. So each rank imports the target's module first, joins the group
+with :data:`JOIN_TIMEOUT_S`, passes one barrier with it, and only then sets the group's timeout to
+the collective timeout (``_set_pg_timeout``; torch without it keeps one timeout for both). A peer
+that never starts is still named: the launcher's own deadline and the ranks' errors do not depend
+on the join. Checked by ``tests/test_distributed.py::test_a_slow_starting_rank_is_not_a_hung_one``.
 """
 
 from __future__ import annotations
@@ -39,6 +47,9 @@ class RankFailure(RuntimeError):
 
 SETTLE_S = 3.0
 """After the first failure, how long the other ranks get to report theirs or die."""
+JOIN_TIMEOUT_S = 120.0
+"""How long a rank waits for its peers to join the process group, whatever the collective
+timeout ([Note: joining apart from the collective timeout])."""
 _DOING_BYTES = 128
 _SECONDARY = (
     "connection reset",
@@ -120,21 +131,35 @@ def _rank_main(
             MASTER_ADDR="127.0.0.1",
             MASTER_PORT=str(port),
         )
-        dist.init_process_group(
-            backend_for(device_type),
-            init_method=f"tcp://127.0.0.1:{port}",
-            rank=rank,
-            world_size=world,
-            timeout=datetime.timedelta(seconds=timeout_s),
-        )
         module, _, attr = target.partition(":")
-        getattr(importlib.import_module(module), attr)(payload, device=device, send=send)
+        run = getattr(importlib.import_module(module), attr)
+        _join(backend_for(device_type), port, rank, world, timeout_s)
+        run(payload, device=device, send=send)
         dist.destroy_process_group()
         messages.put(("done", rank, None))
     except BaseException as exc:  # report, then exit non-zero
         last = traceback.format_exception_only(type(exc), exc)[-1].strip()
         messages.put(("error", rank, last))
         raise SystemExit(1) from None
+
+
+def _join(backend: str, port: int, rank: int, world: int, timeout_s: float) -> None:
+    """Join the process group with the collective timeout ``timeout_s`` ([Note: joining apart
+    from the collective timeout])."""
+    import torch.distributed as dist
+
+    c10d = dist.distributed_c10d
+    apart = timeout_s < JOIN_TIMEOUT_S and hasattr(c10d, "_set_pg_timeout")
+    dist.init_process_group(
+        backend,
+        init_method=f"tcp://127.0.0.1:{port}",
+        rank=rank,
+        world_size=world,
+        timeout=datetime.timedelta(seconds=JOIN_TIMEOUT_S if apart else timeout_s),
+    )
+    if apart:
+        dist.barrier()
+        c10d._set_pg_timeout(datetime.timedelta(seconds=timeout_s))
 
 
 def spawn_ranks(

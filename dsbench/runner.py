@@ -53,8 +53,9 @@ class Planned:
         return case_id(self.bench.name, self.params)
 
 
-def context_for(env: dict, suite: str) -> Context:
-    """Where the cases run, from the environment report of the chosen device."""
+def context_for(env: dict, suite: str, ranks: int | None = None) -> Context:
+    """Where the cases run, from the environment report of the chosen device; ``ranks``: what
+    every multi-rank benchmark spawns instead of its own choice."""
     gpu = env["backend"] in ("cuda", "rocm")
     return Context(
         device="cuda:0" if gpu else "cpu",
@@ -62,6 +63,7 @@ def context_for(env: dict, suite: str) -> Context:
         suite=suite,
         cpu_flags=tuple((env.get("cpu") or {}).get("flags") or ()),
         device_count=env.get("device_count", 0) if gpu else 0,
+        ranks=ranks,
     )
 
 
@@ -373,6 +375,17 @@ def _fresh_memory(bench, params, ctx, profile, nranks: int) -> dict | None:
     return got[0] if got else None
 
 
+def _cannot_spawn(bench: Benchmark, params: dict, ctx: Context, nranks: int) -> str | None:
+    """Why a multi-rank case is skipped before anything is spawned, or None."""
+    if nranks < bench.min_ranks:
+        return f"{bench.name} needs at least {bench.min_ranks} ranks; {nranks} requested" + (
+            f" ({ctx.device_count} GPU(s) visible, one rank per GPU)" if ctx.gpu else ""
+        )
+    if ctx.gpu and nranks > max(ctx.device_count, 1):
+        return f"{nranks} ranks requested but {ctx.device_count} GPU(s) visible (one rank per GPU)"
+    return bench.unavailable(params) if bench.unavailable else None
+
+
 def run_distributed(
     bench: Benchmark,
     cases: list[dict],
@@ -386,18 +399,15 @@ def run_distributed(
     by_ranks: dict[int, list[dict]] = {}
     for params in cases:
         by_ranks.setdefault(params[bench.ranks_param], []).append(params)
-    for nranks, group in by_ranks.items():
-        if (ctx.gpu and nranks > max(ctx.device_count, 1)) or nranks < 2:
-            for params in group:
-                on_row(
-                    status_row(
-                        bench,
-                        params,
-                        "skipped",
-                        f"{nranks} ranks requested but {ctx.device_count} GPU(s) visible "
-                        "(one rank per GPU)",
-                    )
-                )
+    for nranks, asked in by_ranks.items():
+        group = []
+        for params in asked:
+            why = _cannot_spawn(bench, params, ctx, nranks)
+            if why:
+                on_row(status_row(bench, params, "skipped", why))
+            else:
+                group.append(params)
+        if not group:
             continue
         got: dict[int, dict] = {}
         # Interleaved benchmarks compare engines side by side: each case's memory is also taken

@@ -9,9 +9,11 @@
 - CPU: ``time.perf_counter`` around each call, with the same warm-up and repetition logic. The
   caches are not flushed; instead inputs that would fit in the last-level cache rotate among
   several buffers (see :func:`rotation_count`) so each call starts cold.
-- Repetitions: warm-up for ``warmup_s`` (at least ``min_warmup`` calls) estimates the cost of a
-  call; then at least ``min_reps`` repetitions, more until the 99% CI of the median is within
-  ``target_rel_ci`` of it, the time ``budget_s`` is spent, or ``max_reps`` is reached.
+- Repetitions: warm-up for ``warmup_s`` (at least ``min_warmup`` calls, and at least two) estimates
+  the cost of a call from the calls after the first, since the first pays one-off costs (Triton
+  autotuning and JIT compile, building or loading the CUDA extension); then at least
+  ``min_reps`` repetitions, more until the 99% CI of the median is within ``target_rel_ci`` of
+  it, the time ``budget_s`` is spent, or ``max_reps`` is reached.
 - Several ranks (``distributed=True``): all ranks agree on the repetition count, a barrier
   precedes each repetition, and each sample is the slowest rank's (as nccl-tests reports).
 """
@@ -38,6 +40,8 @@ class TimingConfig:
     warmup_s: float = 0.05
     """Warm-up time before sampling (at least ``min_warmup`` calls)."""
     min_warmup: int = 2
+    """Fewest warm-up calls; two are made whatever this says, as the first is left out of the
+    per-call estimate."""
     min_reps: int = 10
     """Fewest timed repetitions (8 is the least for an exact 99% CI of the median)."""
     max_reps: int = 1000
@@ -202,19 +206,29 @@ def measure(
         fn(*args[calls % len(args)])
         calls += 1
 
-    # Warm-up: also estimates the cost of one call (synchronized, so GPU work is included).
+    # Warm-up: also estimates the cost of one call (synchronized, so GPU work is included) from
+    # the calls after the first, whose one-off costs (autotuning, JIT compile, an extension's
+    # build or load) would otherwise shrink the planned repetitions to the minimum; so at least
+    # one call follows the first even when the first used up warmup_s
+    # (tests/test_timing.py::test_first_call_is_left_out_of_the_estimate).
     # Several ranks must make the same number of calls (each is a collective), so they warm up
-    # with min_warmup calls, agree on the slowest rank's cost, then all make the same extra calls.
+    # with max(min_warmup, 2) calls, agree on the slowest rank's cost, then all make the same
+    # extra calls.
     if distributed:
         _barrier(device)
     _sync(device)
-    t0 = time.perf_counter()
-    warm = 0
-    while warm < cfg.min_warmup or (not distributed and time.perf_counter() - t0 < cfg.warmup_s):
+    start = time.perf_counter()
+    call()
+    _sync(device)
+    warm = 1
+    t1 = time.perf_counter()  # the estimate starts after the first call
+    while warm < max(cfg.min_warmup, 2) or (
+        not distributed and time.perf_counter() - start < cfg.warmup_s
+    ):
         call()
         _sync(device)
         warm += 1
-    per_call = (time.perf_counter() - t0) / warm
+    per_call = (time.perf_counter() - t1) / (warm - 1)
     if distributed:
         per_call = _allreduce_max([per_call], device)[0]
         extra = min(int(cfg.warmup_s / max(per_call, 1e-9)) - warm, cfg.max_reps)

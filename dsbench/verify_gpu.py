@@ -17,6 +17,11 @@ On a CUDA (or ROCm) machine this, in order and within about 8 minutes:
    kernels' goals as ratios measured in this one run: Triton Adam at >= 85% of the copy
    bandwidth and faster than torch's fused AdamW, Triton GEMM at >= 90% and CUDA GEMM at >= 50%
    of torch.matmul (cuBLAS / hipBLASLt).
+
+The result file is written whatever stops the run: the environment is collected before any
+kernel runs, each step appends to a :class:`Progress` as it completes, and an exception that
+escapes a step (a sticky asynchronous CUDA fault, no matched hardware profile, Ctrl-C) becomes
+a failed ``verify.run[impl=verify-gpu,case=<step> step]`` row after what completed.
 """
 
 from __future__ import annotations
@@ -54,6 +59,27 @@ class Check:
     case: str
     ok: bool
     detail: str = ""
+
+
+@dataclasses.dataclass
+class Progress:
+    """What a run has completed; the result file is written from it whatever stops the run."""
+
+    env: dict = dataclasses.field(default_factory=dict)
+    """The environment report (collected before any kernel runs)."""
+    step: str = "environment"
+    """The step under way: ``environment``, ``checks``, then ``timing``."""
+    checks: list[Check] = dataclasses.field(default_factory=list)
+    build_s: dict[str, float] = dataclasses.field(default_factory=dict)
+    """Seconds to build/load each ``<op>.<impl>``."""
+    timed: list[Row] = dataclasses.field(default_factory=list)
+    profile: Profile | None = None
+    """The calibrated hardware profile of the timings, once the timing step has it."""
+
+    def stopped(self, exc: BaseException) -> None:
+        """Record what stopped the run in :attr:`step` as a failed check, after the others."""
+        last = traceback.format_exception_only(type(exc), exc)[-1].strip() or type(exc).__name__
+        self.checks.append(Check("run", "verify-gpu", f"{self.step} step", False, last))
 
 
 def _worst(actual: torch.Tensor, expected: torch.Tensor, atol: float, rtol: float) -> str:
@@ -182,53 +208,56 @@ def check_reduce_add(impl: str, fn) -> list[Check]:
 CHECKS = {"adamw": check_adamw, "gemm": check_gemm, "reduce_add": check_reduce_add}
 
 
-def verify() -> tuple[list[Check], dict[str, float]]:
-    checks, build_s = [], {}
+def verify(progress: Progress) -> None:
+    """Check every registered implementation, appending to ``progress`` as each completes.
+
+    Anything that goes wrong with one implementation (unavailable on the GPU, a failed build, an
+    exception in a check, an asynchronous device fault that the closing synchronize reports) is
+    a failed :class:`Check` for it, and the next implementation is checked.
+    """
     for op, check in CHECKS.items():
         for name in registry.names(op):
-            impl = registry.get(op, name)
-            ok, why = impl.available("cuda" if DEVICE == "cuda" else "cpu")
-            if not ok:
-                if DEVICE == "cuda":  # on the GPU machine every implementation must work
-                    checks.append(Check(op, name, "available", False, why))
-                continue
-            t0 = time.perf_counter()
             try:
+                impl = registry.get(op, name)
+                ok, why = impl.available("cuda" if DEVICE == "cuda" else "cpu")
+                if not ok:
+                    if DEVICE == "cuda":  # on the GPU machine every implementation must work
+                        progress.checks.append(Check(op, name, "available", False, why))
+                    continue
+                t0 = time.perf_counter()
                 fn = impl.load()
                 if name == "cuda":  # build the extension now, so its time is reported
                     from dsbench.kernels.cuda.build import load
 
                     load()
-                build_s[f"{op}.{name}"] = time.perf_counter() - t0
-                checks += check(name, fn)
+                progress.build_s[f"{op}.{name}"] = time.perf_counter() - t0
+                progress.checks.extend(check(name, fn))
+                if DEVICE == "cuda":  # a fault of this implementation's kernels surfaces here
+                    torch.cuda.synchronize()
             except Exception as exc:
                 last = traceback.format_exception_only(type(exc), exc)[-1].strip()
-                checks.append(Check(op, name, "build/run", False, last))
-            if DEVICE == "cuda":
-                torch.cuda.synchronize()
-    return checks, build_s
+                progress.checks.append(Check(op, name, "build/run", False, last))
 
 
 # ------------------------------------------------------------------------------ timing
 
 
-def timing_rows(quick: bool) -> tuple[list[Row], dict, Profile]:
-    """Side-by-side timings through dsbench's suites and timing core, with the environment
-    and profile they ran under."""
+def timing_rows(quick: bool, progress: Progress) -> None:
+    """Side-by-side timings through dsbench's suites and timing core under ``progress.env``,
+    appended to ``progress.timed`` as each completes; ``progress.profile`` is the profile the
+    environment matched, with measured ceilings filled in."""
     from dsbench import runner
-    from dsbench.envinfo import collect_env
     from dsbench.suites import BENCHMARKS
 
-    env = collect_env(DEVICE, telemetry=False)
-    ctx = runner.context_for(env, "full")
-    profile = runner.profile_for(env, ctx)
+    ctx = runner.context_for(progress.env, "full")
+    progress.profile = runner.profile_for(progress.env, ctx)
     config = runner.TIMING["quick"]
-    rows = []
     for name, params in timed_cases(quick):
-        row = Row.from_json(runner.run_case(BENCHMARKS[name], params, ctx, profile, config))
-        rows.append(row)
+        row = Row.from_json(
+            runner.run_case(BENCHMARKS[name], params, ctx, progress.profile, config)
+        )
+        progress.timed.append(row)
         print(f"  timed {row.id}: {row.status} {value_or(row.value, row.message)}", flush=True)
-    return rows, env, profile
 
 
 def timed_cases(quick: bool) -> list[tuple[str, dict]]:
@@ -315,12 +344,35 @@ def run(args: argparse.Namespace) -> int:
     started = datetime.now(UTC)
     name = torch.cuda.get_device_name() if DEVICE == "cuda" else "cpu (dry run)"
     print(f"device: {name}, torch {torch.__version__}", flush=True)
-    checks, build_s = verify()
-    timed, env, profile = timing_rows(args.quick)
-    path = write_result(args.out, timed + check_rows(checks), env, profile, build_s, started)
-    print_report(checks, build_s, timed)
+    from dsbench.envinfo import collect_env
+
+    progress = Progress(env={"backend": _backend()})
+    try:
+        progress.env = collect_env(DEVICE, telemetry=False)
+        progress.step = "checks"
+        verify(progress)
+        progress.step = "timing"
+        timing_rows(args.quick, progress)
+    except BaseException as exc:  # a sticky device fault, no matched profile, Ctrl-C
+        progress.stopped(exc)
+        if not isinstance(exc, Exception):
+            finish(args.out, progress, started)
+            raise
+    return finish(args.out, progress, started)
+
+
+def finish(out, progress: Progress, started: datetime) -> int:
+    """Write the result file and print the report; the exit status: 1 if a check failed."""
+    path = write_result(out, progress, started)
+    print_report(progress.checks, progress.build_s, progress.timed)
     print(f"wrote {path} ({(datetime.now(UTC) - started).total_seconds():.0f} s)")
-    return 1 if any(not c.ok for c in checks) else 0
+    return 1 if any(not c.ok for c in progress.checks) else 0
+
+
+def _backend() -> str:
+    if DEVICE != "cuda":
+        return "cpu"
+    return "rocm" if torch.version.hip else "cuda"
 
 
 CHECK_ROW_ORDER = ("id", "name", "params", "status", "metric", "unit", "direction")
@@ -352,22 +404,32 @@ def check_rows(checks: list[Check]) -> list[Row]:
     ]
 
 
-def write_result(out, rows: list[Row], env: dict, profile: Profile, build_s: dict, started):
-    """Write the run (timings, then checks) as a dsbench result file; returns its path."""
+def write_result(out, progress: Progress, started: datetime):
+    """Write the run (timings, then checks, then what stopped it) as a dsbench result file;
+    returns its path. A run stopped before its timings calibrated a profile records the detected
+    profile's datasheet figures (``generic-gpu`` or ``cpu`` where none was detected)."""
     from dsbench import results
     from dsbench.runner import new_run_doc
 
+    profile = progress.profile or _detected_profile(progress.env)
     doc = new_run_doc(
         suite="verify-gpu",
         label="verify-gpu",
-        env=env,
+        env=progress.env,
         profile=profile,
-        rows=[r.to_json() for r in rows],
+        rows=[r.to_json() for r in progress.timed + check_rows(progress.checks)],
         started=started,
         argv=sys.argv[1:],
     )
-    doc["build_seconds"] = build_s
+    doc["build_seconds"] = progress.build_s
     return results.write_run(doc, root=out)
+
+
+def _detected_profile(env: dict) -> Profile:
+    from dsbench.hardware import get_profile
+
+    detected = (env.get("profile") or {}).get("name")
+    return get_profile(detected or ("cpu" if env.get("backend") == "cpu" else "generic-gpu"))
 
 
 def print_report(checks: list[Check], build_s: dict[str, float], timed: list[Row]) -> None:

@@ -1,9 +1,23 @@
 import json
+import os
 import random
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURE_RESULTS = Path(__file__).resolve().parent / "fixtures" / "results"
+"""The results tests read: a small copy of reference runs (tests/fixtures/README.md), so that
+committing a result to ``results/`` never changes a test. Read it; never write into it."""
+SHIPPED_CLAIMS = REPO / "results" / "claims"
+"""The claim definitions dsbench ships (published tables to check, not results): tests read
+these, and put them beside the fixture runs where a test needs a results folder with claims."""
 
 
 @pytest.fixture(autouse=True)
@@ -80,3 +94,41 @@ def write_json(path, obj):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(obj))
     return path
+
+
+def fixture_results(dest: Path) -> Path:
+    """A results folder at ``dest`` as ``dsbench publish`` finds one: the fixture runs
+    (:data:`FIXTURE_RESULTS`) and the shipped claims (:data:`SHIPPED_CLAIMS`)."""
+    shutil.copytree(FIXTURE_RESULTS, dest)
+    shutil.copytree(SHIPPED_CLAIMS, dest / "claims")
+    return dest
+
+
+@dataclass(frozen=True)
+class PublishedSite:
+    results: Path
+    out: Path
+    summary: str
+    """What ``dsbench publish`` printed: ``wrote <out>/ (N runs, N pages, N charts); ...``."""
+    imported: frozenset[str]
+    """Every module the publishing process imported (``python -X importtime``)."""
+
+
+@pytest.fixture(scope="session")
+def fixture_site(tmp_path_factory) -> PublishedSite:
+    """The fixture runs and the shipped claims, published once per session by
+    ``python -X importtime -m dsbench publish`` in a fresh process: the site the publish tests
+    check (tests/test_publish.py), and what a real publish imports (tests/test_imports.py)."""
+    tmp = tmp_path_factory.mktemp("fixture-site")
+    res = fixture_results(tmp / "results")
+    out = tmp / "site"
+    env = dict(os.environ, DSBENCH_CACHE_DIR=str(tmp / "cache"), DSBENCH_MACHINE="testbox")
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "dsbench", "publish", "--results", str(res),
+         "--out", str(out)],
+        capture_output=True, text=True, timeout=600, cwd=REPO, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "dsbench: warning" not in proc.stderr, proc.stderr[-2000:]  # every file is read
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()}
+    return PublishedSite(res, out, proc.stdout, frozenset(imported))

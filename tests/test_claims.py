@@ -14,9 +14,9 @@ from dsbench import results
 from dsbench.errors import UsageError
 from dsbench.publish import claims
 from dsbench.stats import summarize
-from tests.conftest import make_doc, write_json
+from tests.conftest import SHIPPED_CLAIMS, make_doc, write_json
 
-SHIPPED = Path(__file__).resolve().parent.parent / "results" / "claims"
+SHIPPED = SHIPPED_CLAIMS  # the claim definitions dsbench ships: definitions, not results
 SEEDS = Path(__file__).resolve().parents[2] / "shared" / "seeds"
 
 GOOD = """\

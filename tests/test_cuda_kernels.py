@@ -265,6 +265,8 @@ def test_build_failure_is_one_line_and_marks_unavailable(monkeypatch, tmp_path):
 
     _fake_gpu(monkeypatch, tmp_path)
     monkeypatch.setattr(build, "find_compiler", lambda: ("/usr/bin/true", ""))
+    monkeypatch.setattr(build, "cuda_home", lambda: ("/fake/cuda", ""))
+    monkeypatch.setattr(build, "build_environment", lambda: {})
     log = (
         "Error building extension 'dsbench_cuda_x':\n[1/4] nvcc ... gemm.cu\n"
         'FAILED: gemm.cuda.o\ngemm.cu(12): error: identifier "oops" is undefined\n'

@@ -44,3 +44,18 @@ def test_a_rank_stuck_outside_collectives_is_named_when_peers_time_out():
             timeout_s=60,
             collective_timeout_s=3,
         )
+
+
+def test_a_slow_starting_rank_is_not_a_hung_one():
+    """Rank 1 imports its target 5 s later than rank 0; a 2 s collective timeout still holds
+    only for collectives (the join waits for every rank: distributed.JOIN_TIMEOUT_S)."""
+    got = {}
+    spawn_ranks(
+        "tests._slow_start_workers:barrier",
+        2,
+        None,
+        on_message=lambda rank, msg: got.__setitem__(rank, msg),
+        timeout_s=60,
+        collective_timeout_s=2,
+    )
+    assert got == {0: "passed the barrier", 1: "passed the barrier"}

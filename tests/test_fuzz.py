@@ -66,7 +66,7 @@ from tests._fuzz_helpers import (
     spliced,
     values,
 )
-from tests.conftest import make_doc, make_row, write_json
+from tests.conftest import FIXTURE_RESULTS, SHIPPED_CLAIMS, make_doc, make_row, write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -222,9 +222,9 @@ def _result_docs() -> list[dict]:
         make_doc("20260101T000001Z-bbbbbb", "2026-01-01T00:00:01+00:00", rows[1:2] + rows[3:])
         | {"interrupted": {"signal": "SIGTERM", "finished": 1}, "launches": [{}]},
     ]
-    for path in sorted((ROOT / "results").glob("*/*single-a.json"))[:1]:  # a committed run
-        real = json.loads(path.read_text())
-        v3.append(real | {"benchmarks": real["benchmarks"][:2]})
+    (path,) = FIXTURE_RESULTS.glob("*/*single-a.json")  # a real run (copied from a reference run)
+    real = json.loads(path.read_text())
+    v3.append(real | {"benchmarks": real["benchmarks"][:2]})
     older = []
     for doc in v3:
         v2 = copy.deepcopy(doc) | {"schema_version": 2}
@@ -395,7 +395,7 @@ PROFILE_DOCS = [tomllib.loads(f.read_text()) for f in PROFILE_FILES]
 PROFILE_WORDS = _words(
     PROFILE_DOCS, *hardware.VENDORS, *hardware.BACKENDS, *hardware.PEAK_KEYS, "sm_90", "(", "[a-"
 )
-CLAIM_FILES = sorted((ROOT / "results" / "claims").glob("*.toml"))
+CLAIM_FILES = sorted(SHIPPED_CLAIMS.glob("*.toml"))  # definitions, not results
 CLAIM_DOCS = [tomllib.loads(f.read_text()) for f in CLAIM_FILES]
 CLAIM_WORDS = _words(
     CLAIM_DOCS, *claims.FORMS, *claims.DIRECTIONS, *claims.QUALIFIERS, *claims.FIELDS,

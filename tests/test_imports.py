@@ -4,7 +4,7 @@
     kernels     dsbench.kernels.*  (kernels/ in the repository)
     compute     distributed, models, zero
     workloads   engines, timing, training, suites, soak
-    runner      runner, ab, envinfo, verify_gpu
+    runner      runner, ab, envinfo, verify_gpu, power, gpucheck, gpucheck_ceilings
     results     results, asv_results, compare  (read JSON: the bottom and each other only)
     top         publish, cli, __main__
 
@@ -16,6 +16,8 @@ import ast
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import FIXTURE_RESULTS
 
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS = {
@@ -32,7 +34,7 @@ LAYERS = {
     "kernels": ["kernels"],
     "compute": ["distributed", "models", "zero"],
     "workloads": ["engines", "timing", "training", "suites", "soak"],
-    "runner": ["runner", "ab", "envinfo", "verify_gpu"],
+    "runner": ["runner", "ab", "envinfo", "verify_gpu", "power", "gpucheck", "gpucheck_ceilings"],
     "results": ["results", "asv_results", "compare"],
     "top": ["publish", "cli", "__main__"],
 }
@@ -138,9 +140,9 @@ def test_reading_verbs_load_without_torch(verb):
 
 
 def test_compare_reads_results_without_torch():
-    """A real comparison over the committed results (dsbench's and asv's runs) imports no
-    torch and no benchmark definition."""
-    imported = _imported(["compare", "--baseline", "0.18.3", "--results", str(ROOT / "results")])
+    """A real comparison over the fixture runs (copies of reference runs) imports no torch and
+    no benchmark definition."""
+    imported = _imported(["compare", "--baseline", "0.18.3", "--results", str(FIXTURE_RESULTS)])
     assert "torch" not in imported and "dsbench.suites" not in imported
 
 
@@ -155,15 +157,16 @@ def test_records_metrics_match_the_definitions():
     assert defined == METRICS
 
 
-def test_publish_and_definitions_load_without_torch(tmp_path):
-    """A real publish of the committed results imports no torch, and neither do the benchmark
-    definitions nor any publish module: torch is loaded only to run a case."""
+def test_publish_and_definitions_load_without_torch(fixture_site):
+    """A real publish of the fixture runs and the shipped claims (the session's one publish,
+    run with ``-X importtime``) imports no torch, and neither do the benchmark definitions nor
+    any publish module: torch is loaded only to run a case."""
     import subprocess
     import sys
 
-    site = tmp_path / "site"
-    imported = _imported(["publish", "--out", str(site), "--results", str(ROOT / "results")])
-    assert (site / "index.html").is_file()
+    assert (fixture_site.out / "index.html").is_file()
+    imported = fixture_site.imported
+    assert "dsbench.publish.site" in imported  # the list is the publishing process's imports
     assert "torch" not in imported and "dsbench.suites" in imported
     code = (
         "import importlib, pkgutil, sys, dsbench.publish, dsbench.suites\n"

@@ -20,7 +20,7 @@ from dsbench.zero.config import ConfigError, load_config
 from tests.test_deepspeed_parity import RTOL
 from tests.test_deepspeed_parity import _config as parity_config
 
-STEPS = 20
+STEPS = 8
 
 
 def _config(stage: int, *, optimizer=False, param=False, precision="fp32", pin=False) -> dict:
@@ -140,13 +140,18 @@ def test_tuning_fields_are_reported_as_ignored():
 # ------------------------------------------------------------------------------------ training
 
 
+def _world(device_type: str) -> int:
+    """2 ranks; on GPUs one per device (rank r runs on cuda:r), so as many as there are, up to 2."""
+    return min(2, torch.cuda.device_count()) if device_type == "cuda" else 2
+
+
 def _runs(
     runs: list[tuple[str, dict, bool | None]], steps: int = STEPS, device_type: str = "cpu"
 ) -> list:
     got = {}
     spawn_ranks(
         "tests._ds_config_workers:runs",
-        2,
+        _world(device_type),
         {"model": "mlp", "runs": runs, "steps": steps},
         device_type=device_type,
         on_message=lambda rank, msg: got.__setitem__(msg["index"], msg),
@@ -187,7 +192,7 @@ def offload_runs():
 @pytest.mark.parametrize("case", CASES)
 def test_offloaded_training_is_bit_identical_to_no_offload(offload_runs, case):
     on, off = offload_runs[case]["on"], offload_runs[case]["off"]
-    assert len(on["losses"]) == STEPS * 2  # 20 optimizer steps of 2 micro-steps
+    assert len(on["losses"]) == STEPS * 2  # STEPS optimizer steps of 2 micro-steps
     assert on["losses"] == off["losses"]
     assert on["losses"][-1] < on["losses"][0]  # it trains
     _, _, param, precision = CASES[case]
@@ -241,12 +246,29 @@ def test_checkpoint_of_an_offloaded_run_resumes_identically(tmp_path):
         assert torch.equal(resumed["state"][name], tensor), name
 
 
+def test_gpu_runs_spawn_no_more_ranks_than_devices(monkeypatch):
+    """One GPU: one rank (a second would ask for cuda:1, an invalid device ordinal)."""
+    spawned = []
+
+    def spawn(target, world, payload, *, device_type, on_message, timeout_s):
+        spawned.append((world, device_type))
+        for index in range(len(payload["runs"])):
+            on_message(0, {"index": index})
+
+    monkeypatch.setitem(globals(), "spawn_ranks", spawn)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    _runs([("dsbench", _config(2), True)], 1, "cuda")
+    _runs([("dsbench", _config(2), True)], 1, "cpu")
+    assert spawned == [(1, "cuda"), (2, "cpu")]
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA or ROCm device")
 @pytest.mark.parametrize("stage, param", [(2, False), (3, True)])
 def test_offload_lowers_peak_device_memory(stage, param):
     """On a GPU the optimizer state (and with offload_param the shards) leave the device: peak
-    device memory drops, and the losses stay within the parity tolerance (pinned copies)."""
+    device memory drops, and the losses stay within the parity tolerance (pinned copies). One
+    rank per device, up to 2 (:func:`_world`)."""
     on = _config(stage, optimizer=True, param=param, pin=True)
     on_run, off_run = _runs([("dsbench", on, True), ("dsbench", _config(stage), True)], 5, "cuda")
     assert on_run["where"]["optimizer"] == "cpu" and on_run["where"]["pinned"] is True

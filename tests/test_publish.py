@@ -1,8 +1,9 @@
-"""dsbench publish: a static site from the committed results and from hostile ones (hostile
-strings, an old schema, a corrupt file), checked file by file and, in headless Chromium, as a
-browser shows it; a training run's step phases. The comparison pages from synthetic runs are in
-tests/test_publish_comparisons.py, the results and output folders (bad input, asv's runs) in
-tests/test_publish_folders.py, the stability page in tests/test_publish_stability.py."""
+"""dsbench publish: a static site from the fixture runs (tests/fixtures/results, copied from
+reference runs) and from hostile ones (hostile strings, an old schema, a corrupt file), checked
+file by file and, in headless Chromium, as a browser shows it; a training run's step phases.
+The comparison pages from synthetic runs are in tests/test_publish_comparisons.py, the results
+and output folders (bad input, asv's runs) in tests/test_publish_folders.py, the stability page
+in tests/test_publish_stability.py."""
 
 import html
 import os
@@ -17,9 +18,8 @@ from dsbench import asv_results, compare, results
 from dsbench.cli import main
 from dsbench.publish import comparisons, site
 from tests._soak_files import soak_results, write_soak
-from tests.conftest import make_doc, make_row, write_json
+from tests.conftest import FIXTURE_RESULTS, REPO, SHIPPED_CLAIMS, make_doc, make_row, write_json
 
-REPO = Path(__file__).resolve().parents[1]
 HOSTILE = "<script>alert(1)</script>"
 LINK = re.compile(r'\b(?:href|src)="([^"]*)"')
 
@@ -49,26 +49,23 @@ def _check_links_and_images(out: Path) -> None:
         assert "<script" not in text.lower(), f"{page}: a script element"
 
 
-@pytest.fixture(scope="module")
-def committed_site(tmp_path_factory):
-    """The site of the reference runs committed in results/ (dsbench's, schema 1 files, and
-    asv's when committed); asv's own pages (git-ignored) are left out."""
-    tmp = tmp_path_factory.mktemp("committed")
-    res = tmp / "results"
-    shutil.copytree(REPO / "results", res, ignore=shutil.ignore_patterns("asv-html"))
-    out = tmp / "site"
-    assert _publish(res, out) == 0
-    return res, out
-
-
 def _section(page: str, heading: str) -> str:
     """The part of a comparison page under ``<h2>heading</h2>``, up to the next ``<h2>``."""
     return page.split(f"<h2>{heading}</h2>", 1)[1].split("<h2>", 1)[0]
 
 
-def test_committed_results_make_a_complete_site(committed_site):
-    res, out = committed_site
-    runs = results.load_runs(res)
+def test_fixture_runs_make_a_complete_site(fixture_site):
+    """The site of the fixture runs (tests/conftest.py's ``fixture_site``, published once for
+    the session): a page per run, the lists, both comparisons the runs hold, no broken link."""
+    res, out = fixture_site.results, fixture_site.out
+    runs = asv_results.load_all_runs(res)
+    assert len(runs) == len(list(FIXTURE_RESULTS.rglob("*.json"))) == 13  # each file a run
+    pages = sorted(p.relative_to(out).as_posix() for p in _pages(out))
+    images = sorted((out / "img").glob("*.png"))
+    assert f"({len(runs)} runs, {len(pages)} pages, {len(images)} charts)" in fixture_site.summary
+    assert sorted(p for p in pages if p.startswith("runs/")) == sorted(
+        f"runs/{results.slug(run.id)}.html" for run in runs
+    )  # one page per run, nothing else in runs/
     for name in ("index.html", "comparisons.html", "history.html", "profiles.html",
                  "claims.html", "style.css", site.MARKER):  # fmt: skip
         assert (out / name).is_file(), name
@@ -80,11 +77,13 @@ def test_committed_results_make_a_complete_site(committed_site):
         text = page.read_text()
         assert ("migrated from schema 1" in text) == (run.migrated_from == 1)
         assert "Environment" in text and html.escape(run.fields["torch"]) in text
+    assert f"{len(runs)} run(s) from 2 machine(s) (devbox-2c-epyc, vm)" in index
     assert "CPU · Python 3.11.7 · DeepSpeed 0.18.3" in index  # grouped by the versions
     assert "asv publish" in index  # no results/asv-html here: the index says how to make it
-    # The committed training runs hold both sides of these two comparisons.
-    assert (out / "compare" / "deepspeed-0.18.3-vs-0.18.4.html").is_file()
-    assert (out / "compare" / "engine-dsbench-vs-deepspeed.html").is_file()
+    # The fixture's training runs hold both sides of these two comparisons, and only these.
+    assert sorted(p for p in pages if p.startswith("compare/")) == [
+        "compare/deepspeed-0.18.3-vs-0.18.4.html", "compare/engine-dsbench-vs-deepspeed.html"
+    ]  # fmt: skip
     # Every comparison is either a page the lists link, or listed as having no data.
     listing = (out / "comparisons.html").read_text()
     for axis in comparisons.AXES:
@@ -93,13 +92,15 @@ def test_committed_results_make_a_complete_site(committed_site):
         assert (f'href="compare/{axis.slug}.html"' in index) == has_page
         assert (f"{html.escape(axis.title)}</strong> — no data" in listing) != has_page
     _check_links_and_images(out)
-    assert len(list((out / "img").glob("*.png"))) >= 6
+    linked = {m for p in _pages(out) for m in re.findall(r'src="(?:\.\./)*(img/[^"]+)"',
+                                                          p.read_text())}  # fmt: skip
+    assert linked == {p.relative_to(out).as_posix() for p in images}  # every chart is shown
 
 
-def test_engine_page_holds_the_compare_table(committed_site):
+def test_engine_page_holds_the_compare_table(fixture_site):
     """The comparison page's rows are dsbench.compare's: same pairing, ratios, intervals and
     verdicts; it opens with the sorted ratio chart, then the table."""
-    res, out = committed_site
+    res, out = fixture_site.results, fixture_site.out
     runs = results.load_runs(res)
     both = [r for r in runs if r.doc.get("suite") == "training"
             and {row["params"].get("engine") for row in r.doc["benchmarks"]}
@@ -118,9 +119,11 @@ def test_engine_page_holds_the_compare_table(committed_site):
     assert html.escape(rep.verdict) in page
     body = page.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
     # like-for-like rows (both engines on torch.distributed's collectives) are paired; the rows
-    # of dsbench's own shm collectives have no DeepSpeed counterpart
-    assert body.count("<tr") == len(rep.rows) == 24
-    assert rep.counts["one side only"] == 12
+    # of dsbench's own shm collectives have no DeepSpeed counterpart (the widest of the two
+    # runs that hold both engines: efficiency-after, 6 cases per engine and 6 shm cases)
+    assert widest.label == "efficiency-after"
+    assert body.count("<tr") == len(rep.rows) == 12
+    assert rep.counts["one side only"] == 6
     head = page.split("<thead>", 1)[1].split("</thead>", 1)[0]
     assert re.findall(r"<th[^>]*>([^<]*)</th>", head) == [
         "benchmark", "unit", "baseline", "contender", "ratio", "99% interval", "verdict", "basis"
@@ -143,22 +146,21 @@ def test_engine_page_holds_the_compare_table(committed_site):
         rep.counts["better"] + rep.counts["worse"] + rep.counts["unchanged"]
     ):
         assert "The data cannot decide: " in page and "dsbench run --suite training" in page
-    if len(both) == 1:
-        assert page.count("<figure>") == 3
-        assert "No history yet: only one run of this group holds both sides." in page
-    else:
-        assert page.count("<figure>") == 4 and f"History over the {len(both)} runs" in page
+    assert [r.label for r in both] == ["efficiency-before", "efficiency-after"]
+    assert page.count("<figure>") == 4 and "History over the 2 runs" in page
     ds_page = _section(
         (out / "compare" / "deepspeed-0.18.3-vs-0.18.4.html").read_text(), "training suite"
     )
-    assert ds_page.count("<figure>") == 4 and "History over the " in ds_page
+    training = [r for r in runs if r.doc.get("suite") == "training"]  # each 0.18.3 or 0.18.4
+    assert ds_page.count("<figure>") == 4 and f"History over the {len(training)} runs" in ds_page
+    assert len(training) == 6
 
 
-def test_lists_never_present_noise_as_a_finding(committed_site):
+def test_lists_never_present_noise_as_a_finding(fixture_site):
     """Index and comparison list: per pairing the counts of the four verdicts and of rows on
     one side only; where nothing is decided, the plain statement, its reason and the command
     that would decide it."""
-    res, out = committed_site
+    res, out = fixture_site.results, fixture_site.out
     runs = asv_results.load_all_runs(res)
     listing = (out / "comparisons.html").read_text()
     index = (out / "index.html").read_text()
@@ -176,9 +178,9 @@ def test_lists_never_present_noise_as_a_finding(committed_site):
                 assert html.escape(why.replace("`", "")) in plain
 
 
-def test_no_page_shows_an_unexplained_share_above_100_percent(committed_site):
+def test_no_page_shows_an_unexplained_share_above_100_percent(fixture_site):
     """A % of peak above 100 is always flagged (⚠ and why), never a bare number."""
-    _, out = committed_site
+    out = fixture_site.out
     for page in _pages(out):
         text = html.unescape(re.sub(r"<[^>]+>", " ", page.read_text()))
         for match in re.finditer(r"(?<![\d.])(\d+(?:\.\d+)?)%", text):
@@ -187,8 +189,8 @@ def test_no_page_shows_an_unexplained_share_above_100_percent(committed_site):
                 assert "⚠" in after or "above" in after, (page, text[match.start() - 80 :][:160])
 
 
-def test_profiles_roofline_and_claims_pages(committed_site):
-    _, out = committed_site
+def test_profiles_roofline_and_claims_pages(fixture_site):
+    out = fixture_site.out
     profiles = (out / "profiles.html").read_text()
     for name in ("a100-40gb-sxm", "a100-80gb-sxm", "mi250x-gcd", "h100-sxm", "h200-sxm", "mi300x"):
         assert f'<th colspan="3" scope="colgroup">{name}</th>' in profiles
@@ -249,7 +251,7 @@ def _hostile_results(tmp_path: Path) -> Path:
     # claims beside it
     write_soak(res / "evil", "soak", engine="dsbench", hostile=HOSTILE, seed=3)
     (res / "claims").mkdir()
-    shutil.copy(REPO / "results" / "claims" / "000-stability-72h.toml", res / "claims")
+    shutil.copy(SHIPPED_CLAIMS / "000-stability-72h.toml", res / "claims")
     return res
 
 
@@ -351,7 +353,7 @@ def chromium():
 def soak_site(tmp_path_factory):
     """Two synthetic soaks (one with a stream, one without) and the shipped claims."""
     tmp = tmp_path_factory.mktemp("soak")
-    res = soak_results(tmp / "results", REPO / "results" / "claims")
+    res = soak_results(tmp / "results", SHIPPED_CLAIMS)
     out = tmp / "site"
     assert _publish(res, out) == 0
     return res, out
@@ -361,11 +363,11 @@ def soak_site(tmp_path_factory):
 @pytest.mark.parametrize(
     ("which", "page"),
     [
-        ("committed", "index.html"),
-        ("committed", "compare/engine-dsbench-vs-deepspeed.html"),
-        ("committed", "roofline/cpu.html"),
-        ("committed", "claims.html"),  # the seed articles' Chinese titles (fonts-noto-cjk)
-        ("committed", "stability.html"),
+        ("fixture", "index.html"),
+        ("fixture", "compare/engine-dsbench-vs-deepspeed.html"),
+        ("fixture", "roofline/cpu.html"),
+        ("fixture", "claims.html"),  # the seed articles' Chinese titles (fonts-noto-cjk)
+        ("fixture", "stability.html"),
         ("hostile", "index.html"),
         ("hostile", "compare/deepspeed-0.18.3-vs-0.18.4.html"),
         ("hostile", "stability.html"),
@@ -374,11 +376,11 @@ def soak_site(tmp_path_factory):
     ],
 )
 def test_pages_in_headless_chromium(
-    chromium, committed_site, hostile_site, soak_site, tmp_path, which, page
+    chromium, fixture_site, hostile_site, soak_site, tmp_path, which, page
 ):
     from tests._chromium import open_page
 
-    out = {"committed": committed_site, "hostile": hostile_site, "soak": soak_site}[which][1]
+    out = {"fixture": fixture_site.out, "hostile": hostile_site[1], "soak": soak_site[1]}[which]
     shot = tmp_path / f"{which}-{page.replace('/', '-')}.png"
     report = open_page(chromium, out / page, shot, tmp_path)
     print(f"screenshot: {shot}")

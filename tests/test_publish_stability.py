@@ -13,10 +13,9 @@ import pytest
 
 from dsbench.publish import claims
 from tests._soak_files import soak_results, write_soak
+from tests.conftest import SHIPPED_CLAIMS as SHIPPED
 from tests.test_claims import GOOD
-from tests.test_publish import REPO, _check_links_and_images, _one_run, _publish
-
-SHIPPED = REPO / "results" / "claims"
+from tests.test_publish import _check_links_and_images, _one_run, _publish
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,7 @@
-"""Typed result records (dsbench.records): every committed result file, each of its rows, and
-every claim check, survives ``from_json`` -> ``to_json`` unchanged, key order included."""
+"""Typed result records (dsbench.records): every fixture result file (tests/fixtures/results,
+copies of reference runs), each of its rows, and every claim check, survives ``from_json`` ->
+``to_json`` unchanged, key order included. That every file committed to results/ does is
+checked in tests/test_results.py."""
 
 from __future__ import annotations
 
@@ -13,26 +15,26 @@ import pytest
 
 from dsbench import records, results
 from dsbench.records import UNSET, ClaimCheck, MetricValue, Peak, RecordError, Round, Row
+from tests.conftest import FIXTURE_RESULTS, SHIPPED_CLAIMS
 
 RunRecord = records.RunRecord
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
 
-
-def committed_docs() -> list[tuple[str, dict]]:
-    paths = sorted(RESULTS.rglob("*.json"))
+def fixture_docs() -> list[tuple[str, dict]]:
+    paths = sorted(FIXTURE_RESULTS.rglob("*.json"))
     return [(p.name, json.loads(p.read_text())) for p in paths
-            if not results.is_foreign_file(p, RESULTS)]  # fmt: skip
+            if not results.is_foreign_file(p, FIXTURE_RESULTS)]  # fmt: skip
 
 
-def committed_rows() -> list[tuple[str, dict]]:
-    return [(f"{name}[{i}]", row) for name, doc in committed_docs()
+def fixture_rows() -> list[tuple[str, dict]]:
+    return [(f"{name}[{i}]", row) for name, doc in fixture_docs()
             for i, row in enumerate(doc["benchmarks"])]  # fmt: skip
 
 
-def test_every_committed_run_round_trips():
-    docs = committed_docs()
-    assert len(docs) > 20
+def test_every_fixture_run_round_trips():
+    docs = fixture_docs()
+    assert len(docs) == 13  # the quick, training, soak and ab runs of tests/fixtures/results
+    assert {d.get("suite") for _, d in docs} == {"quick", "training", "soak"}
     for where, raw in docs:
         run = RunRecord.from_json(raw)
         out = run.to_json()
@@ -43,9 +45,9 @@ def test_every_committed_run_round_trips():
         assert [r.to_json() for r in run.rows] == raw["benchmarks"]
 
 
-def test_every_committed_row_round_trips():
-    rows = committed_rows()
-    assert len(rows) > 300
+def test_every_fixture_row_round_trips():
+    rows = fixture_rows()
+    assert len(rows) == 117
     for where, raw in rows:
         out = Row.from_json(raw).to_json()
         assert out == raw, where
@@ -53,7 +55,7 @@ def test_every_committed_row_round_trips():
 
 
 def test_rows_read_typed():
-    (_, raw), *_ = [r for r in committed_rows() if "metrics" in r[1]]
+    (_, raw), *_ = [r for r in fixture_rows() if "metrics" in r[1]]
     row = Row.from_json(raw)
     assert row.ok and row.direction in records.DIRECTIONS
     assert all(isinstance(r, Round) for r in row.rounds)
@@ -146,7 +148,7 @@ def test_claim_checks_round_trip():
     from dsbench.asv_results import load_all_runs
     from dsbench.publish import claims
 
-    found = claims.check(claims.load_claims(RESULTS / "claims"), load_all_runs(RESULTS))
+    found = claims.check(claims.load_claims(SHIPPED_CLAIMS), load_all_runs(FIXTURE_RESULTS))
     assert found
     for found_check in found:
         assert isinstance(found_check, ClaimCheck)

@@ -8,7 +8,7 @@ import pytest
 
 from dsbench import results
 from dsbench.errors import UsageError
-from tests.conftest import make_doc, make_row, write_json
+from tests.conftest import REPO, make_doc, make_row, write_json
 
 
 def _doc(run_id="20261130T000000Z-aaaaaa", created="2026-11-30T00:00:00+00:00", label=None):
@@ -98,17 +98,22 @@ def test_v1_files_load_as_current_with_source_dsbench(tmp_path):
     assert [r.source for r in results.load_runs(tmp_path, warn=pytest.fail)] == ["dsbench"]
 
 
-def test_committed_results_load_at_the_current_schema(tmp_path):
-    """The reference runs in results/ (some written as older schemas) load, unchanged."""
-    from pathlib import Path
-
-    root = Path(__file__).parents[1] / "results"
-    files = sorted(p for p in root.glob("*/*.json") if not results.is_foreign_file(p, root))
+def test_every_committed_result_file_reads_at_the_current_schema():
+    """Every result file committed to results/ (the one test that reads that folder: others
+    read tests/fixtures/results) validates, loads at the current schema without being changed,
+    and its typed record gives back the same JSON, key order included, with every header field
+    declared: committing a file that does not fails here."""
+    root = REPO / "results"
+    files = sorted(p for p in root.rglob("*.json") if not results.is_foreign_file(p, root))
     assert files, "no committed result files"
     raw = {p: p.read_bytes() for p in files}
-    runs = [results.read_run(p) for p in files]
-    assert {r.source for r in runs} == {"dsbench"}
-    assert all(r.doc["schema_version"] == results.SCHEMA_VERSION for r in runs)
+    runs = results.load_runs(root, warn=pytest.fail)  # none skipped
+    assert sorted(r.path for r in runs) == files
+    for run in runs:
+        assert run.source == "dsbench" and run.doc["schema_version"] == results.SCHEMA_VERSION
+        out = run.record.to_json()
+        assert json.dumps(out) == json.dumps(run.doc), run.path  # key order too
+        assert not run.record.extra, run.path  # every header field is declared
     assert raw == {p: p.read_bytes() for p in files}
 
 

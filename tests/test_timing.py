@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+import dsbench.timing as timing
 from dsbench.memory import PeakMemory
 from dsbench.suites import BENCHMARKS, Context, case_id
 from dsbench.suites.comm import allreduce_factor, reduce_scatter_factor
@@ -19,7 +20,8 @@ def test_measure_returns_samples_and_summary():
     assert all(s >= 0 for s in m.samples)
     assert m.summary.n == len(m.samples)
     assert m.summary.ci_low <= m.summary.median <= m.summary.ci_high
-    assert m.warmup_reps == 1 and m.rotations == 3 and m.timer == "perf_counter"
+    # two warm-up calls, though min_warmup is 1: the estimate needs one after the first
+    assert m.warmup_reps == 2 and m.rotations == 3 and m.timer == "perf_counter"
     # warm-up + timed calls, cycling through the argument sets in order
     assert calls[:7] == [0, 1, 2, 0, 1, 2, 0]
     assert len(calls) == m.warmup_reps + len(m.samples)
@@ -33,6 +35,69 @@ def test_measure_stops_at_max_reps():
         ),
     )
     assert len(m.samples) == 8
+
+
+class _Clock:
+    """A fake ``time.perf_counter``: time moves only when a fake call says so."""
+
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+@pytest.fixture
+def fake_gpu_clock(monkeypatch):
+    """The GPU path of ``measure`` on a CPU: events that report 1 ms, no-op synchronisation and
+    memory statistics, no flush buffer; and a fake clock for the warm-up estimate."""
+
+    class Event:
+        def __init__(self, enable_timing=False):
+            pass
+
+        def record(self, stream=None):
+            pass
+
+        def elapsed_time(self, end):
+            return 1.0
+
+    class Flush:
+        def zero_(self):
+            pass
+
+        def numel(self):
+            return 0
+
+    clock = _Clock()
+    monkeypatch.setattr(timing.time, "perf_counter", clock)
+    monkeypatch.setattr(torch.cuda, "Event", Event)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda device=None: None)
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda device=None: 0)
+    monkeypatch.setattr(torch.cuda, "max_memory_reserved", lambda device=None: 0)
+    monkeypatch.setattr(timing, "_flush_buffer", lambda device: Flush())
+    return clock
+
+
+def test_first_call_is_left_out_of_the_estimate(fake_gpu_clock):
+    """A first call that pays a one-off cost (autotuning, JIT compile, an extension build) far
+    over the warm-up time: one more call is made, and the repetitions are planned from it
+    (budget / per-call cost), not from the first call (which would give min_reps)."""
+    clock, costs = fake_gpu_clock, []
+
+    def fn():
+        cost = 8.0 if not costs else 2.0**-10  # exact in binary: no rounding in the count
+        costs.append(cost)
+        clock.now += cost
+
+    cfg = TimingConfig(
+        warmup_s=0.05, min_warmup=1, min_reps=10, max_reps=1000, budget_s=0.5, target_rel_ci=0.01
+    )
+    m = measure(fn, device="cuda", config=cfg)
+    assert m.warmup_reps == 2  # the slow first call, then one for the estimate
+    assert len(m.samples) == int(cfg.budget_s / 2.0**-10) == 512
+    assert len(costs) == m.warmup_reps + len(m.samples)
 
 
 def test_peak_host_memory_covers_an_allocation():

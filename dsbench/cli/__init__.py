@@ -31,6 +31,8 @@ VERBS: dict[str, str] = {
     "sm_80, sm_90 and gfx90a",
     "verify-gpu": "on a GPU: build every kernel, check it against its torch reference, time "
     "them all side by side, write a result file",
+    "gpu-check": "on a GPU box: every GPU number in one offline command under 8 minutes "
+    "(--device cpu rehearses it)",
 }
 
 

@@ -20,6 +20,15 @@ from dsbench.interrupts import as_interrupted, signals_ignored
 from dsbench.suites import SUITES, check_suite
 
 
+def add_device_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--device",
+        default="auto",
+        choices=["auto", "cpu", "cuda"],
+        help="auto: the GPU if there is one (CUDA or ROCm), else the CPU",
+    )
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--suite", default="quick", help=f"one of {', '.join(SUITES)} (default quick)")
     p.add_argument(
@@ -34,11 +43,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="results folder, or a .json file path (default: $DSBENCH_RESULTS or "
         "./results, file under <machine>/)",
     )
+    add_device_argument(p)
     p.add_argument(
-        "--device",
-        default="auto",
-        choices=["auto", "cpu", "cuda"],
-        help="auto: the GPU if there is one (CUDA or ROCm), else the CPU",
+        "--ranks",
+        type=int,
+        metavar="N",
+        help="ranks every multi-rank benchmark spawns (default: 2 on CPUs, one per visible GPU); "
+        "training runs on 1, collectives need 2",
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="the smoke suite's timing for any suite (a few repetitions, one round): checks "
+        "that every case runs, as asv's --quick does; its figures are not for comparing",
     )
     p.add_argument("--list", action="store_true", help="list the cases and exit")
     p.add_argument(
@@ -144,9 +161,11 @@ def run(args: argparse.Namespace) -> int:
     if not args.list:  # known now rather than after the benchmarks ran
         folder = out.parent if out.suffix == ".json" else out / results.machine_name()
         results.check_writable(folder)
+    if args.ranks is not None and args.ranks < 1:
+        raise UsageError(f"--ranks {args.ranks}: give 1 or more ranks")
     device = _device(args.device)
     env = collect_env(device)
-    ctx = runner.context_for(env, suite)
+    ctx = runner.context_for(env, suite, ranks=args.ranks)
     planned = runner.plan(suite, ctx, args.filter)
     if args.list:
         print("\n".join(p.id for p in planned))
@@ -166,7 +185,10 @@ def run(args: argparse.Namespace) -> int:
     stopped = None
     try:
         with bar:
-            rows = runner.run_suite(suite, ctx, profile, pattern=args.filter, progress=progress)
+            config = runner.TIMING["smoke"] if args.quick else None
+            rows = runner.run_suite(
+                suite, ctx, profile, pattern=args.filter, config=config, progress=progress
+            )
     except KeyboardInterrupt as exc:  # SIGINT, or SIGTERM from a scheduler: keep what finished
         stopped = as_interrupted(exc)
         why = f"not run: the run was stopped by {stopped.name}"

@@ -113,6 +113,9 @@ class Context:
     world_size: int = 1
     cpu_flags: tuple[str, ...] = ()
     device_count: int = 0
+    ranks: int | None = None
+    """The ranks every multi-rank benchmark spawns (``dsbench run --ranks N``); None: each
+    benchmark's own (2 on CPUs, one per visible GPU)."""
 
     @property
     def torch_device(self) -> torch.device:
@@ -151,6 +154,12 @@ class Benchmark:
     """The first is the primary metric (the one compare ranks changes by)."""
     ranks_param: str | None = None
     """For multi-rank benchmarks, the parameter holding the number of ranks to spawn."""
+    min_ranks: int = 2
+    """Multi-rank benchmarks: the fewest ranks a case can run on (a collective needs 2; a
+    training step runs on 1). Fewer make skipped rows that say so, and nothing is spawned."""
+    unavailable: Callable[[dict], str | None] | None = None
+    """``unavailable(params)`` -> why a multi-rank case cannot run in this environment (e.g.
+    DeepSpeed not installed), checked before any rank is spawned; None: it can."""
     interleave: tuple[str, ...] = ()
     """Multi-rank benchmarks: cases that differ only in these parameters (e.g. ``engine``) are
     timed in alternating rounds (A B, B A, ...; ``TimingConfig.rounds``) inside one launch, so

@@ -31,6 +31,8 @@ def reduce_scatter_factor(n: int) -> float:
 
 
 def _ranks(suite: str, ctx: Context) -> list[int]:
+    if ctx.ranks is not None:
+        return [ctx.ranks]
     if ctx.gpu:
         # One rank per visible device; a single device gets a skip with its reason.
         return [max(ctx.device_count, 1)]

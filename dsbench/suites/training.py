@@ -94,7 +94,7 @@ def _grid(suite: str, ctx: Context) -> dict[str, list]:
             "engine": ["dsbench", "deepspeed"],
             "stage": list(STAGES),
             "kernels": ["torch", "best"],
-            "ranks": [max(ctx.device_count, 1)],
+            "ranks": [ctx.ranks or max(ctx.device_count, 1)],
             "dtype": ["bfloat16"],
             "micro_batch": [8],
             "grad_accum": [2],
@@ -109,7 +109,7 @@ def _grid(suite: str, ctx: Context) -> dict[str, list]:
         "engine": ["dsbench", "deepspeed"],
         "stage": list(STAGES),
         "kernels": ["torch", "best"],
-        "ranks": [2],
+        "ranks": [ctx.ranks or 2],
         "dtype": ["float32"],
         "micro_batch": [16],
         "grad_accum": [2],
@@ -294,6 +294,15 @@ def deepspeed_notes(engine) -> dict:
         "optimizer": optimizer,
         "deepspeed": deepspeed_version(),
     }
+
+
+def _unavailable(params: dict) -> str | None:
+    """A DeepSpeed row where DeepSpeed is not installed: skipped before any rank is spawned."""
+    from dsbench.engines.deepspeed import INSTALL_HINT, deepspeed_version
+
+    if params["engine"] == "deepspeed" and deepspeed_version() is None:
+        return f"DeepSpeed is not installed; {INSTALL_HINT}"
+    return None
 
 
 def _check_deepspeed(params: dict) -> None:
@@ -483,6 +492,8 @@ TRAINING = Benchmark(
         STEP_EFFICIENCY,
     ),
     ranks_param="ranks",
+    min_ranks=1,
+    unavailable=_unavailable,
     interleave=("engine", "comm"),
     keep=_keep,
     suites=("training",),
@@ -496,6 +507,8 @@ TRAINING_OFFLOAD = Benchmark(
     setup=_setup,
     metrics=TRAINING.metrics,
     ranks_param="ranks",
+    min_ranks=1,
+    unavailable=_unavailable,
     interleave=("engine",),
     keep=_offload_keep,
     suites=("training",),

@@ -11,6 +11,13 @@ where ``<cache>`` is ``$DSBENCH_CACHE_DIR``, else ``$XDG_CACHE_HOME/dsbench``, e
 architecture list (``TORCH_CUDA_ARCH_LIST`` / ``PYTORCH_ROCM_ARCH``). A changed source builds a
 new module; an unchanged one loads in a second.
 
+Before the build, :func:`build_environment` fills in what torch would otherwise guess: on CUDA,
+``CUDA_HOME`` is the toolkit root that holds ``include/cuda_runtime_api.h`` (torch takes the
+folder above ``which nvcc``, wrong where ``nvcc`` is a wrapper script; :func:`cuda_home`); on
+ROCm without ``PYTORCH_ROCM_ARCH``, the visible devices' gfx targets (:func:`rocm_arch`). Ranks
+that build at once take turns on ``dsbench.lock`` in the build folder, held from writing the
+sources until the module is loaded. tests/test_cuda_build.py checks all three on a CPU.
+
 A failed build raises :class:`BuildError` with one line (the first compiler error and the path
 of the full log) and leaves a marker in the build folder, so the implementation reports itself
 unavailable in this and later processes until the sources change or ``DSBENCH_CUDA_REBUILD=1``.
@@ -18,10 +25,14 @@ unavailable in this and later processes until the sources change or ``DSBENCH_CU
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import glob
 import hashlib
 import os
 import re
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 CSRC = Path(__file__).resolve().parent.parent / "csrc"
@@ -32,6 +43,11 @@ CUDA_CFLAGS = ("-O3", "-lineinfo")
 HIP_CFLAGS = ("-O3",)
 FAILED_MARKER = "BUILD_FAILED.txt"
 LOG_FILE = "build.log"
+LOCK_FILE = "dsbench.lock"
+"""Held by one building process at a time (torch's own ``lock`` is taken later, in ``load``)."""
+CUDA_HEADER = Path("include") / "cuda_runtime_api.h"
+CUDA_GLOBS = ("/usr/local/cuda", "/usr/local/cuda-*")
+"""Where CUDA toolkits are installed when nothing else names one."""
 
 NO_GPU = "no GPU (compile-checked only: `dsbench kernels --compile-check`)"
 
@@ -92,14 +108,103 @@ def find_compiler() -> tuple[str | None, str]:
     )
 
 
+def _is_cuda_root(path: Path) -> bool:
+    return (path / CUDA_HEADER).is_file() and (path / "bin" / "nvcc").is_file()
+
+
+def _exec_targets(script: Path) -> list[Path]:
+    """The absolute ``.../nvcc`` paths named in a wrapper shell script (``exec /x/bin/nvcc "$@"``);
+    none if ``script`` does not start with ``#!``."""
+    try:
+        with script.open("rb") as f:
+            head = f.read(65536)
+    except OSError:
+        return []
+    if not head.startswith(b"#!"):
+        return []
+    text = head.decode("utf-8", "replace")
+    return [Path(p) for p in re.findall(r"""(/[^\s"';]*/nvcc)(?![\w.-])""", text)]
+
+
+def _version_key(path: Path) -> tuple[int, ...]:
+    return tuple(int(n) for n in re.findall(r"\d+", path.name))
+
+
+def cuda_home() -> tuple[str | None, str]:
+    """``(root, "")`` of the CUDA toolkit the build compiles against (the folder with
+    ``bin/nvcc`` and ``include/cuda_runtime_api.h``), or ``(None, why_not)``.
+
+    Tried in order, the first that holds both wins: ``$CUDA_HOME``/``$CUDA_PATH``; the folder
+    above the ``bin/`` of :func:`find_compiler`'s ``nvcc``, as found and with symlinks followed;
+    the ``nvcc`` a wrapper script execs; ``/usr/local/cuda``, then ``/usr/local/cuda-*``, newest
+    version first.
+    """
+    tried: list[Path] = []
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(var):
+            tried.append(Path(os.environ[var]))
+    compiler, _ = find_compiler()
+    if compiler:
+        nvcc = Path(compiler)
+        tried += [nvcc.parent.parent, nvcc.resolve().parent.parent]
+        tried += [t.resolve().parent.parent for t in _exec_targets(nvcc.resolve())]
+    for pattern in CUDA_GLOBS:
+        tried += sorted(map(Path, glob.glob(pattern)), key=_version_key, reverse=True)
+    for root in tried:
+        if _is_cuda_root(root):
+            return str(root), ""
+    seen = ", ".join(dict.fromkeys(str(r) for r in tried)) or "none"
+    return None, (
+        f"no CUDA toolkit with {CUDA_HEADER} and bin/nvcc found (tried: {seen}); set CUDA_HOME "
+        "to the toolkit root"
+    )
+
+
+def rocm_arch() -> str:
+    """``$PYTORCH_ROCM_ARCH``, else the visible devices' gfx targets: each ``gcnArchName`` up to
+    its first ``:`` (``gfx90a:sramecc+:xnack-`` is ``gfx90a``), once each in device order,
+    joined with ``;``, as torch's ROCm build would pick them."""
+    if os.environ.get("PYTORCH_ROCM_ARCH"):
+        return os.environ["PYTORCH_ROCM_ARCH"]
+    torch = _torch()
+    archs: list[str] = []
+    for index in range(torch.cuda.device_count()):
+        name = getattr(torch.cuda.get_device_properties(index), "gcnArchName", "") or ""
+        arch = name.split(":", 1)[0]
+        if arch and arch not in archs:
+            archs.append(arch)
+    return ";".join(archs)
+
+
+def build_environment() -> dict[str, str]:
+    """The variables the build sets before torch reads them: ``CUDA_HOME`` (:func:`cuda_home`)
+    on CUDA, ``PYTORCH_ROCM_ARCH`` (:func:`rocm_arch`) on ROCm where unset and a device
+    reports its target."""
+    if is_rocm():
+        arch = rocm_arch()
+        return {"PYTORCH_ROCM_ARCH": arch} if arch else {}
+    home, _ = cuda_home()
+    return {"CUDA_HOME": home} if home else {}
+
+
+def _build_compiler() -> str | None:
+    """The compiler the build runs: ``<cuda_home>/bin/nvcc`` on CUDA (what torch runs once
+    ``CUDA_HOME`` is set), else :func:`find_compiler`'s; the same before and after
+    :func:`build_environment` is applied, so the hash does not move."""
+    if not is_rocm():
+        home, _ = cuda_home()
+        if home:
+            return str(Path(home) / "bin" / "nvcc")
+    return find_compiler()[0]
+
+
 def source_hash() -> str:
     h = hashlib.sha256()
     for name in (*SOURCES, *HEADERS):
         h.update(name.encode())
         h.update((CSRC / name).read_bytes())
-    compiler, _ = find_compiler()
-    arch = os.environ.get("PYTORCH_ROCM_ARCH" if is_rocm() else "TORCH_CUDA_ARCH_LIST", "")
-    for part in (*CFLAGS, *CUDA_CFLAGS, *HIP_CFLAGS, str(compiler), arch):
+    arch = rocm_arch() if is_rocm() else os.environ.get("TORCH_CUDA_ARCH_LIST", "")
+    for part in (*CFLAGS, *CUDA_CFLAGS, *HIP_CFLAGS, str(_build_compiler()), arch):
         h.update(part.encode())
     return h.hexdigest()[:16]
 
@@ -132,8 +237,9 @@ def toolchain_status(device: str = "cuda") -> tuple[bool, str]:
     """Whether the extension can be built and run for ``device`` (``cpu``/``cuda``) here.
 
     No GPU: unavailable (the kernels are still compile-checked by ``dsbench kernels
-    --compile-check``). A GPU but no nvcc/hipcc: unavailable, with the reason. A GPU and a
-    compiler: available, unless a build with these sources already failed.
+    --compile-check``). A GPU but no nvcc/hipcc, or on CUDA no toolkit root with the runtime
+    headers (:func:`cuda_home`): unavailable, with the reason. A GPU and a compiler: available,
+    unless a build with these sources already failed.
     """
     torch = _torch()
     if toolkit() == "cpu" or not torch.cuda.is_available():
@@ -143,6 +249,10 @@ def toolchain_status(device: str = "cuda") -> tuple[bool, str]:
     compiler, why = find_compiler()
     if compiler is None:
         return False, why
+    if not is_rocm():
+        home, why = cuda_home()
+        if home is None:
+            return False, why
     failed = previous_failure()
     if failed:
         return False, failed
@@ -173,35 +283,58 @@ def _first_error(log: str) -> str:
     return (lines[0] if lines else "unknown error")[:300]
 
 
+@contextlib.contextmanager
+def _build_lock(out: Path) -> Iterator[None]:
+    """Exclusive ``flock`` on ``out/dsbench.lock`` (released when the process dies)."""
+    with (out / LOCK_FILE).open("a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _write_sources(src: Path) -> None:
+    """Copy the sources into ``src``, rewriting only files that differ (kept mtimes: ninja
+    rebuilds nothing needlessly)."""
+    src.mkdir(parents=True, exist_ok=True)
+    for name in (*SOURCES, *HEADERS):
+        target = src / name
+        data = (CSRC / name).read_bytes()
+        if not target.is_file() or target.read_bytes() != data:
+            target.write_bytes(data)
+
+
 def _build(*, verbose: bool = False):
     global _error
     from torch.utils import cpp_extension
 
+    env = build_environment()
+    os.environ.update(env)
+    if "CUDA_HOME" in env:  # torch read it once, at import
+        cpp_extension.CUDA_HOME = env["CUDA_HOME"]
     out = build_dir()
     src = out / "src"
-    src.mkdir(parents=True, exist_ok=True)
-    (out / FAILED_MARKER).unlink(missing_ok=True)
-    for name in (*SOURCES, *HEADERS):
-        target = src / name
-        data = (CSRC / name).read_bytes()
-        if not target.is_file() or target.read_bytes() != data:  # keep mtimes: no needless rebuild
-            target.write_bytes(data)
-    try:
-        return cpp_extension.load(
-            name=module_name(),
-            sources=[str(src / name) for name in SOURCES],
-            extra_include_paths=[str(src)],
-            extra_cflags=list(CFLAGS),
-            extra_cuda_cflags=list(HIP_CFLAGS if is_rocm() else CUDA_CFLAGS),
-            build_directory=str(out),
-            verbose=verbose,
-        )
-    except Exception as exc:  # compiler, linker or import failure: one line, full log on disk
-        log = str(exc)
-        (out / LOG_FILE).write_text(log)
-        _error = (
-            f"building the dsbench cuda extension failed: {_first_error(log)} "
-            f"(full log: {out / LOG_FILE}; retry with DSBENCH_CUDA_REBUILD=1)"
-        )
-        (out / FAILED_MARKER).write_text(_error + "\n")
-        raise BuildError(_error) from None
+    out.mkdir(parents=True, exist_ok=True)
+    with _build_lock(out):
+        (out / FAILED_MARKER).unlink(missing_ok=True)
+        _write_sources(src)
+        try:
+            return cpp_extension.load(
+                name=module_name(),
+                sources=[str(src / name) for name in SOURCES],
+                extra_include_paths=[str(src)],
+                extra_cflags=list(CFLAGS),
+                extra_cuda_cflags=list(HIP_CFLAGS if is_rocm() else CUDA_CFLAGS),
+                build_directory=str(out),
+                verbose=verbose,
+            )
+        except Exception as exc:  # compiler, linker or import failure: one line, full log on disk
+            log = str(exc)
+            (out / LOG_FILE).write_text(log)
+            _error = (
+                f"building the dsbench cuda extension failed: {_first_error(log)} "
+                f"(full log: {out / LOG_FILE}; retry with DSBENCH_CUDA_REBUILD=1)"
+            )
+            (out / FAILED_MARKER).write_text(_error + "\n")
+            raise BuildError(_error) from None

@@ -1,0 +1,169 @@
+"""The power of ``dsbench ab`` on this machine: how large a slowdown its verdicts catch here.
+
+Throwaway commits slow AdamW's step (``adamw[impl=torch,params=1000000]`` of the quick suite)
+by known fractions of its own time; each is measured against its parent in alternating rounds
+with ``dsbench ab``, and the verdicts are the result, not a pass or a fail: on a quiet machine
+(launches 1.5% apart) six rounds a side call a 10% slowdown worse, on a shared VM (7-12% apart)
+they may not, and the table says which. Run it with ``make bench-power`` (or
+``python -m dsbench.power --slowdowns 0.02,0.1,0.2 --rounds 6 --out DIR``); it writes
+``power.json`` (one entry per slowdown: compare's row, the minutes it took) and each A/B's two
+result files under ``DIR``.
+
+The commits are made in a throwaway clone of the checkout's HEAD: a first commit wraps AdamW's
+setup with a slowdown of fraction 0 (so both sides run the same wrapper), and one branch per
+fraction changes only that fraction. With ``counted=True`` (the tests) the slowdown is counted
+instead of measured: the timing core's clock becomes a counter that the step advances by a fixed
+1 ms times (1 + fraction), so the verdicts do not depend on the machine at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from dsbench import ab
+
+CASE = r"adamw\[impl=torch,params=1000000\]"
+HOOK = "dsbench/suites/optim.py"
+FRACTION_LINE = "_POWER_FRACTION = {frac!r}"
+
+SLOWDOWN = """
+
+# Throwaway change for dsbench's power benchmark (dsbench/power.py): AdamW's step slowed by a
+# busy-wait of _POWER_FRACTION of its own time, or with _POWER_COUNTED its time counted on the
+# timing core's clock (a counter: 1 ms x (1 + fraction) per step, 0.1 us per clock read).
+_POWER_FRACTION = 0.0
+_POWER_COUNTED = {counted!r}
+
+
+def _power_slowed(setup):
+    import time
+    import types
+
+    def wrapped(params, ctx):
+        case = setup(params, ctx)
+        fn = case.fn
+        if _POWER_COUNTED:
+            import dsbench.timing
+
+            clock = [0.0]
+
+            def read():
+                clock[0] += 1e-7
+                return clock[0]
+
+            dsbench.timing.time = types.SimpleNamespace(**{{**vars(time), "perf_counter": read}})
+
+            def slow(*args):
+                clock[0] += 1e-3 * (1 + _POWER_FRACTION)
+        else:
+
+            def slow(*args):
+                t0 = time.perf_counter()
+                fn(*args)
+                end = time.perf_counter() + _POWER_FRACTION * (time.perf_counter() - t0)
+                while time.perf_counter() < end:
+                    pass
+
+        case.fn = slow
+        return case
+
+    return wrapped
+
+
+object.__setattr__(ADAMW, "setup", _power_slowed(ADAMW.setup))
+"""
+
+
+def _git(repo: Path, *args: str) -> None:
+    ident = ("-c", "user.name=dsbench power", "-c", "user.email=power@dsbench.invalid")
+    subprocess.run(["git", *ident, *args], cwd=repo, check=True, capture_output=True)
+
+
+def branch(frac: float) -> str:
+    return f"slow-{frac:g}".replace(".", "_")
+
+
+def make_commits(source: Path, workdir: Path, fractions, *, counted: bool = False) -> Path:
+    """A clone of ``source``'s HEAD with the slowdown hook at fraction 0 committed on top, and a
+    branch per fraction (:func:`branch`) whose one commit sets that fraction."""
+    repo = workdir / "repo"
+    subprocess.run(["git", "clone", "--quiet", "--shared", str(source), str(repo)], check=True)
+    hook = repo / HOOK
+    hook.write_text(hook.read_text() + SLOWDOWN.format(counted=counted))
+    _git(repo, "commit", "-qam", "power: AdamW slowdown hook at fraction 0")
+    _git(repo, "branch", "power-base")
+    base = hook.read_text()
+    zero, line = FRACTION_LINE.format(frac=0.0), FRACTION_LINE.format
+    for frac in fractions:
+        _git(repo, "checkout", "-q", "-B", branch(frac), "power-base")
+        hook.write_text(base.replace(zero, line(frac=frac)))
+        _git(repo, "commit", "-qam", f"power: AdamW slowed by {frac:g}")
+    return repo
+
+
+def measure(repo: Path, frac: float, rounds: int, out: Path) -> dict:
+    """``dsbench ab`` of the fraction's commit against its parent, run from the clone (its own
+    dsbench first on the import path); compare's row for the case, as CSV fields."""
+    side = ab.SideEnv("current", "current", sys.executable, repo)
+    shim = ab.make_shim(repo, out / "shim")
+    name = branch(frac)
+    argv = [sys.executable, "-m", "dsbench", "ab", "--baseline", f"commit={name}~1",
+            "--contender", f"commit={name}", "--suite", "quick", "--filter", CASE,
+            "--rounds", str(rounds), "--out", str(out / "results"), "--format", "csv"]  # fmt: skip
+    t0 = time.perf_counter()
+    proc = subprocess.run(argv, cwd=out, env=ab.side_environ(side, shim), capture_output=True,
+                          text=True, timeout=3600)  # fmt: skip
+    if proc.returncode != 0:
+        raise RuntimeError(f"dsbench ab for slowdown {frac:g} failed: {proc.stderr.strip()[-500:]}")
+    (row,) = csv.DictReader(io.StringIO(proc.stdout))
+    return {**row, "slowdown": frac, "rounds": rounds, "minutes": (time.perf_counter() - t0) / 60}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m dsbench.power", description=__doc__.split("\n")[0])
+    p.add_argument("--slowdowns", default="0.02,0.1,0.2", help="fractions, comma-separated")
+    p.add_argument("--rounds", type=int, default=6, help="rounds a side of each A/B")
+    p.add_argument("--out", type=Path, default=Path(ab.STATE_DIR) / "power")
+    args = p.parse_args(argv)
+    try:
+        fractions = [float(x) for x in args.slowdowns.split(",")]
+    except ValueError:
+        p.error(f"--slowdowns takes fractions such as 0.02,0.1 (got {args.slowdowns!r})")
+    if args.rounds < 2 or any(not 0 <= f < 10 for f in fractions):
+        p.error("--rounds must be at least 2 and every slowdown in [0, 10)")
+    args.out.mkdir(parents=True, exist_ok=True)
+    repo = make_commits(ab.checkout_root(), args.out, fractions)
+    rows = []
+    for frac in fractions:
+        rows.append(measure(repo, frac, args.rounds, args.out / branch(frac)))
+        r = rows[-1]
+        print(f"slowdown {frac:g}: x{float(r['ratio']):.3f} {r['change']} "
+              f"({r['minutes']:.1f} min)", flush=True)  # fmt: skip
+    (args.out / "power.json").write_text(json.dumps({"case": CASE, "rows": rows}, indent=1))
+    from tabulate import tabulate
+
+    keys = (
+        "slowdown",
+        "rounds",
+        "baseline",
+        "contender",
+        "ratio",
+        "99% interval",
+        "change",
+        "basis",
+        "minutes",
+    )
+    print(tabulate([[r.get(k, "") for k in keys] for r in rows], headers=keys, floatfmt=".3g"))
+    print(f"written: {args.out / 'power.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
