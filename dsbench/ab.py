@@ -91,6 +91,38 @@ def checkout_root() -> Path:
     return root
 
 
+def is_checkout(path: Path) -> bool:
+    """Whether ``path`` is the top of a dsbench source checkout."""
+    return (
+        (path / "pyproject.toml").is_file()
+        and (path / "kernels" / "registry.py").is_file()
+        and (path / "dsbench" / "cli").is_dir()
+    )
+
+
+def commit_repo(cwd: Path | None = None) -> tuple[Path, str]:
+    """The repository ``commit=`` refs resolve in: the dsbench checkout the current directory
+    is in, else the one dsbench runs from, with a note saying so (a ref typed in a second clone
+    must not silently name a commit of another). Checked by ``tests/test_ab.py``."""
+    top = _git(cwd or Path.cwd(), "rev-parse", "--show-toplevel")
+    if top and is_checkout(Path(top)):
+        return Path(top), ""
+    root = checkout_root()
+    return root, (
+        f"commit= refs resolve in {root}, the checkout dsbench runs from: the current "
+        "directory is not in a dsbench checkout"
+    )
+
+
+def tree_text(tree: Path) -> str:
+    """``<repository> at <full sha>`` (and whether it has uncommitted changes) of a side's tree."""
+    sha = _git(tree, "rev-parse", "HEAD")
+    if sha is None:
+        return f"{tree} (not a git checkout)"
+    dirty = _git(tree, "status", "--porcelain", "--untracked-files=no")
+    return f"{tree} at {sha}" + (" with uncommitted changes" if dirty else "")
+
+
 def _git(root: Path, *args: str) -> str | None:
     proc = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
     return proc.stdout.strip() if proc.returncode == 0 else None
@@ -105,9 +137,10 @@ def parse_side(text: str, root: Path | None = None) -> SideEnv:
         raise UsageError(choices_message("side kind", kind, KINDS) + " (e.g. commit=HEAD~1)")
     if kind != "current" and not (sep and value):
         raise UsageError(f"side '{text}' has no value after '='; e.g. {kind}=...")
+    if kind == "commit":
+        return _commit_side(text, value, root or commit_repo()[0])
     root = root or checkout_root()
     return {
-        "commit": _commit_side,
         "python": _python_side,
         "deepspeed": _deepspeed_side,
         "asv-env": _asv_side,
@@ -140,7 +173,9 @@ def _commit_side(text: str, ref: str, root: Path) -> SideEnv:
             raise UsageError(f"side '{text}': git worktree add failed: {_last(proc.stderr)}")
     if not (tree / "dsbench" / "cli").is_dir():
         raise UsageError(f"side '{text}': commit {sha[:12]} has no dsbench/cli (too old)")
-    return SideEnv(text, "commit", sys.executable, tree, description=f"commit {sha[:12]} ({ref})")
+    return SideEnv(
+        text, "commit", sys.executable, tree, description=f"commit {sha} ({ref}) of {root}"
+    )
 
 
 def _python_side(text: str, value: str, root: Path) -> SideEnv:

@@ -253,3 +253,24 @@ def test_merged_secondary_metrics_describe_one_value(tmp_path):
     assert eff["ci99"][0] < eff["value"] < eff["ci99"][1]
     flops = doc["benchmarks"][0]["metrics"]["tflops"]
     assert flops["pct_of_peak"] == pytest.approx(100 * flops["value"] / 10.0)
+
+
+def test_commit_refs_resolve_in_the_checkout_the_user_stands_in(tmp_path, monkeypatch):
+    """From a second clone with a commit of its own, commit=HEAD is that clone's HEAD (the
+    installed checkout's HEAD measured a 10% slowdown as x1.008); outside any dsbench
+    checkout, refs resolve in the one dsbench runs from, and the note says so."""
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "--quiet", "--shared", str(ROOT), str(clone)], check=True)
+    ident = ["-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", *ident, "commit", "--allow-empty", "-qm", "x"], cwd=clone, check=True)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=clone, capture_output=True,
+                          text=True, check=True).stdout.strip()  # fmt: skip
+    monkeypatch.chdir(clone / "dsbench")
+    assert ab.commit_repo() == (clone, "")
+    side = ab.parse_side("commit=HEAD")
+    assert side.description == f"commit {head} (HEAD) of {clone}"
+    assert side.tree == clone / ".dsbench" / "worktrees" / head[:12]
+    monkeypatch.chdir(tmp_path)
+    repo, note = ab.commit_repo()
+    assert repo == ROOT and note.startswith(f"commit= refs resolve in {ROOT}, the checkout")
+    assert f"{ROOT} at " in ab.tree_text(ROOT)

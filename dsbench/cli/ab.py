@@ -190,6 +190,8 @@ def write_sides(per_side, sides, args, out: Path) -> list[Path]:
 def run(args: argparse.Namespace) -> int:
     out = check_round_arguments(args, minimum=2)
     sides = [ab.parse_side(args.baseline), ab.parse_side(args.contender)]
+    if any(side.kind == "commit" for side in sides) and ab.commit_repo()[1]:
+        print(f"dsbench ab: {ab.commit_repo()[1]}", file=sys.stderr)
     n_cases = check_plan(sides, args)
     what = f"a soak with {n_cases} fault(s)" if args.soak else f"{n_cases} case(s)"
     print(
@@ -206,7 +208,9 @@ def run(args: argparse.Namespace) -> int:
         return 1
     runs = [results.read_run(p) for p in paths]
     notes = [
-        f"{role}: {side.spec} — {side.description}; {run.path}"
+        f"{role}: {side.spec} — {side.description}"
+        + ("" if side.kind == "commit" else f"; {ab.tree_text(side.tree)}")
+        + f"; {run.path}"
         for role, side, run in zip(("baseline", "contender"), sides, runs, strict=True)
     ]
     rep = compare.report(
