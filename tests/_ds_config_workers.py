@@ -7,14 +7,15 @@ import torch
 import torch.distributed as dist
 
 from dsbench.engines import DTYPES, build_engine
-from dsbench.models import get_model
+from dsbench.models import ModelPreset, get_model
 from dsbench.models.data import batch_index
 from dsbench.zero.config import load_config
 
 
 def runs(payload, *, device, send):
     """payload["runs"]: [(engine, ds_config, fused_optimizer)]; payload["steps"]: optimizer
-    steps each."""
+    steps each; payload["model"]: a preset's name, or a :class:`ModelPreset` (a preset resized
+    with ``dataclasses.replace``)."""
     for index, (engine_name, config, fused) in enumerate(payload["runs"]):
         out = _run(payload["model"], engine_name, config, payload["steps"], device, fused)
         if dist.get_rank() == 0:
@@ -22,10 +23,15 @@ def runs(payload, *, device, send):
 
 
 def _run(
-    model: str, engine_name: str, config: dict, steps: int, device: str, fused: bool | None
+    model: str | ModelPreset,
+    engine_name: str,
+    config: dict,
+    steps: int,
+    device: str,
+    fused: bool | None,
 ) -> dict:
     world, rank = dist.get_world_size(), dist.get_rank()
-    preset = get_model(model)
+    preset = model if isinstance(model, ModelPreset) else get_model(model)
     cfg = load_config(config, world_size=world, warn=lambda m: None, for_engine=engine_name)
     if device.startswith("cuda"):
         torch.cuda.empty_cache()

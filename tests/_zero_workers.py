@@ -1,6 +1,7 @@
 """Run on spawned ranks by tests/test_zero_engine.py: train a small model with the ZeRO engine
 and with a single-process reference, and send what the test compares."""
 
+import contextlib
 import os
 
 import torch
@@ -86,25 +87,54 @@ def reference(
     return {n: p.detach().clone() for n, p in model.named_parameters()}
 
 
+@contextlib.contextmanager
+def _environ(values: dict[str, str]):
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def several(payload, *, device, send):
+    """Several of this module's workers in one spawn of the ranks (starting them costs more
+    than most workers' work): payload["jobs"] is [(worker name, its payload)], run in order;
+    each message goes out as (worker name, message)."""
+    for name, job in payload["jobs"]:
+        globals()[name](job, device=device, send=lambda msg, name=name: send((name, msg)))
+
+
 def train(payload, *, device, send):
     """For each ZeroSettings in payload["cases"]: train, then rank 0 sends the final fp32 state
     and the single-process reference's (with payload["schedulers"][index], when given, driving
-    the reference's lr through DeepSpeed's scheduler class)."""
-    steps, micro_bs = payload["steps"], payload["micro_bs"]
+    the reference's lr through DeepSpeed's scheduler class). ``steps``, ``skip``, ``layers``,
+    ``landing``, ``comm_thread``, ``sinks`` and ``env`` (environment variables set while the
+    engine is made) apply to every case, or per case from payload["per_case"][index] (a dict of
+    some of them), so that one spawn of the ranks serves cases trained in several ways."""
+    micro_bs = payload["micro_bs"]
     rank, world = dist.get_rank(), dist.get_world_size()
     schedulers = payload.get("schedulers") or [None] * len(payload["cases"])
-    skip = frozenset(payload.get("skip", ()))
-    layers = payload.get("layers", "torch")
+    per_case = payload.get("per_case") or [{}] * len(payload["cases"])
     for index, settings in enumerate(payload["cases"]):
+        options = {**payload, **per_case[index]}
+        steps = options["steps"]
+        skip = frozenset(options.get("skip", ()))
+        layers = options.get("layers", "torch")
         # different init per rank: the engine broadcasts rank 0's
         model = make_model(seed=rank, layers=layers)
-        engine = ZeroEngine(model, settings)
-        if not payload.get("landing", True):  # landed after the collective, in torch passes
+        with _environ(options.get("env", {})):
+            engine = ZeroEngine(model, settings)
+        if not options.get("landing", True):  # landed after the collective, in torch passes
             engine.comm.lands = False
-        if payload.get("comm_thread"):  # the worker thread even where shm would run inline
+        if options.get("comm_thread"):  # the worker thread even where shm would run inline
             engine.comm.inline = False
         sinks = sum(hasattr(p, "grad_sink") for p in model.parameters())
-        if not payload.get("sinks", True):  # weight gradients through autograd's own add
+        if not options.get("sinks", True):  # weight gradients through autograd's own add
             for p in model.parameters():
                 vars(p).pop("grad_sink", None)
         for step in range(steps):

@@ -2,6 +2,8 @@
 either engine), recompute them in backward, keep fewer activations, and train bit-identically to
 the same config without it (ZeRO stages 0–3 on dsbench's engine, stage 3 on DeepSpeed's)."""
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -101,6 +103,17 @@ def test_a_model_without_blocks_is_a_one_line_error():
         checkpoint_blocks(torch.nn.Linear(2, 2))
 
 
+# gpt-tiny cut down (2 blocks of 32, seq 32, vocab 256): the same layers and checkpointed
+# blocks, a fraction of the arithmetic, so that nine trainings fit in one short spawn
+_GPT_SMALLER = dataclasses.replace(
+    get_model("gpt-tiny"),
+    config=dataclasses.replace(
+        get_model("gpt-tiny").config,
+        layers=2, hidden=32, heads=2, vocab_size=256, max_positions=32, seq_len=32,
+    ),
+)  # fmt: skip
+
+
 @pytest.mark.slow
 def test_training_with_checkpointing_is_bit_identical_both_engines():
     runs = []
@@ -116,7 +129,7 @@ def test_training_with_checkpointing_is_bit_identical_both_engines():
     spawn_ranks(
         "tests._ds_config_workers:runs",
         2,
-        {"model": "gpt-tiny", "runs": runs, "steps": 3},
+        {"model": _GPT_SMALLER, "runs": runs, "steps": 3},
         on_message=lambda rank, msg: got.__setitem__(msg["index"], msg),
         timeout_s=900,
     )

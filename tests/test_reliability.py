@@ -45,12 +45,84 @@ def config(tmp_path):
 
 
 def _train(config, *args, fault=None):
+    cmd, kw = _train_command(config, args, fault)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, **kw)
+
+
+def _train_command(config, args, fault) -> tuple[list[str], dict]:
+    """``dsbench train``'s command line on 2 ranks and its environment, with ``fault`` in
+    ``$DSBENCH_FAULT``."""
     env = {k: v for k, v in os.environ.items() if k != faults.ENV}
     if fault:
         env[faults.ENV] = fault
     cmd = [str(BIN / "dsbench"), "train", "--nproc", "2", "--config", str(config)]
     cmd += ["--model", "mlp", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    return cmd, {"env": env}
+
+
+def _train_at_once(config, jobs: list[tuple[tuple, str | None]]):
+    """``_train(config, *args, fault=fault)`` for each (args, fault) of ``jobs``, launched
+    together: independent jobs, each one's start-up (mostly imports) overlapping the others'.
+    Their CompletedProcesses, in order."""
+    procs = []
+    try:
+        for args, fault in jobs:
+            cmd, kw = _train_command(config, args, fault)
+            procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                          text=True, **kw))  # fmt: skip
+        outputs = [p.communicate(timeout=300) for p in procs]
+        return [subprocess.CompletedProcess(p.args, p.returncode, *out)
+                for p, out in zip(procs, outputs, strict=True)]  # fmt: skip
+    finally:
+        for p in procs:
+            if p.poll() is None:  # another timed out: leave nothing running
+                p.kill()
+                p.communicate()
+
+
+KILLS_IN_SAVES = ["kill@save.shard:rank=1:step=4", "kill@save.meta:rank=0:step=4",
+                  "kill@save.rename:rank=0:step=4"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def first_launches(tmp_path_factory):
+    """The jobs that start from nothing, launched together (independent, each one's start-up,
+    mostly imports, overlapping the others'): the reference and the kills during saves.
+
+    - "reference": the job of 5 steps, uninterrupted, saving a checkpoint after every step:
+      the losses the interrupted jobs must reproduce, and checkpoints with the bytes a job of
+      that many steps leaves (the same training, the same meta), which the tests that start
+      from one copy (:func:`_checkpoint_of`) instead of training it again;
+    - each of KILLS_IN_SAVES: the job of 4 steps saving every 2, killed during the save of
+      step 4.
+
+    {name: (the launch, its checkpoint folder)}."""
+    root = tmp_path_factory.mktemp("first-launches")
+    (root / "ds_config.json").write_text(json.dumps(CONFIG))
+    jobs = {"reference": (("--steps", "5", "--save-every", "1"), None)}
+    jobs |= {fault: (("--steps", "4", "--save-every", "2"), fault) for fault in KILLS_IN_SAVES}
+    cks = [root / f"ck{i}" for i in range(len(jobs))]
+    procs = _train_at_once(root / "ds_config.json", [
+        ((*args, "--checkpoint", str(ck)), fault)
+        for ck, (args, fault) in zip(cks, jobs.values(), strict=True)
+    ])  # fmt: skip
+    return dict(zip(jobs, zip(procs, cks, strict=True), strict=True))
+
+
+@pytest.fixture(scope="module")
+def reference(first_launches):
+    proc, ck = first_launches["reference"]
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(_losses(proc.stdout)) == [0, 1, 2, 3, 4]
+    return {"stdout": proc.stdout, "ck": ck}
+
+
+def _checkpoint_of(reference: dict, step: int, ck: Path) -> None:
+    """``ck`` as ``dsbench train --steps STEP --checkpoint CK`` leaves it: the reference's
+    checkpoint of that step, and ``latest`` naming it."""
+    ck.mkdir(parents=True)
+    shutil.copytree(reference["ck"] / f"global_step{step}", ck / f"global_step{step}")
+    (ck / "latest").write_text(f"global_step{step}")
 
 
 def _children(pid: int) -> dict[int, str]:
@@ -106,9 +178,9 @@ def test_the_dead_rank_comes_before_the_survivors_connection_errors():
     assert message.startswith("rank 1 of 2 failed: ValueError: bad; after that, rank 0 failed")
 
 
-def test_a_sigkilled_rank_is_named_and_the_same_command_finishes_the_job(config, tmp_path):
-    reference = _train(config, "--steps", "5")
-    assert reference.returncode == 0, reference.stderr
+def test_a_sigkilled_rank_is_named_and_the_same_command_finishes_the_job(
+    config, tmp_path, reference
+):
     ck = tmp_path / "ck"
     job = ("--steps", "5", "--checkpoint", str(ck), "--save-every", "2")
     killed = _train(config, *job, fault="kill@step:rank=1:step=3")
@@ -121,7 +193,7 @@ def test_a_sigkilled_rank_is_named_and_the_same_command_finishes_the_job(config,
     assert resumed.returncode == 0, resumed.stderr
     assert "from step 2" in resumed.stdout
     assert sorted(_losses(resumed.stdout)) == [2, 3, 4]  # ends at --steps, not 2 + 5
-    assert _losses(killed.stdout) | _losses(resumed.stdout) == _losses(reference.stdout)
+    assert _losses(killed.stdout) | _losses(resumed.stdout) == _losses(reference["stdout"])
     assert (ck / "latest").read_text() == "global_step5"
     again = _train(config, *job, "--resume")
     assert again.returncode == 0, again.stderr
@@ -170,18 +242,12 @@ def test_a_benchmark_rank_killed_from_outside_is_named_with_its_case(tmp_path):
 # ---------------------------------------------------------------------------- checkpoints
 
 
-@pytest.mark.parametrize(
-    "fault",
-    ["kill@save.shard:rank=1:step=4", "kill@save.meta:rank=0:step=4",
-     "kill@save.rename:rank=0:step=4"],
-)  # fmt: skip
+@pytest.mark.parametrize("fault", KILLS_IN_SAVES)
 def test_a_kill_during_a_save_leaves_the_previous_checkpoint_latest_and_loadable(
-    config, tmp_path, fault
+    first_launches, fault
 ):
-    ck = tmp_path / "ck"
-    proc = _train(config, "--steps", "4", "--save-every", "2", "--checkpoint", str(ck),
-                  fault=fault)  # fmt: skip
-    assert proc.returncode == 1
+    proc, ck = first_launches[fault]
+    assert proc.returncode == 1, proc.stderr
     assert "killed by SIGKILL at step 3 (saving the checkpoint of step 4)" in proc.stderr
     assert (ck / "latest").read_text() == "global_step2"
     path, meta = verify(ck, world=2, stage=2)  # every shard complete, digests match
@@ -208,9 +274,9 @@ def test_a_kill_during_a_deepspeed_save_leaves_the_previous_checkpoint_latest(tm
     assert (ck / "latest").read_text() == "global_step5"
 
 
-def test_a_kill_while_replacing_the_same_tag_keeps_the_old_copy(config, tmp_path):
+def test_a_kill_while_replacing_the_same_tag_keeps_the_old_copy(config, tmp_path, reference):
     ck = tmp_path / "ck"
-    assert _train(config, "--steps", "2", "--checkpoint", str(ck)).returncode == 0
+    _checkpoint_of(reference, 2, ck)  # a job of 2 steps done; the same job run again:
     proc = _train(config, "--steps", "2", "--checkpoint", str(ck),
                   fault="kill@save.swap:rank=0:step=2")  # fmt: skip
     assert proc.returncode == 1
@@ -223,12 +289,12 @@ def test_a_kill_while_replacing_the_same_tag_keeps_the_old_copy(config, tmp_path
 
 
 @pytest.fixture(scope="module")
-def saved(tmp_path_factory):
-    """One complete checkpoint of 2 ranks at step 1, copied by each test that damages it."""
+def saved(tmp_path_factory, reference):
+    """One complete checkpoint of 2 ranks at step 1 (a job of 1 step's), copied by each test
+    that damages it."""
     root = tmp_path_factory.mktemp("saved")
     (root / "ds_config.json").write_text(json.dumps(CONFIG))
-    proc = _train(root / "ds_config.json", "--steps", "1", "--checkpoint", str(root / "ck"))
-    assert proc.returncode == 0, proc.stderr
+    _checkpoint_of(reference, 1, root / "ck")
     return root
 
 

@@ -192,7 +192,8 @@ def _soak(config, out, *args, **popen):
 @pytest.mark.slow
 def test_a_fault_soak_detects_names_and_resumes_every_failure_bit_for_bit(config, tmp_path):
     out = tmp_path / "results"
-    proc = _soak(config, out, "--steps", "40", "--checkpoint-every", "10", "--faults",
+    # 20 steps hold the four faults (the launches, not the steps, take the time)
+    proc = _soak(config, out, "--steps", "20", "--checkpoint-every", "5", "--faults",
                  "kill=2,hang=1,term=1", "--fault-seed", "8", "--hang-timeout", "3",
                  "--sample-every", "5")  # fmt: skip
     stdout, stderr = proc.communicate(timeout=300)
@@ -203,25 +204,25 @@ def test_a_fault_soak_detects_names_and_resumes_every_failure_bit_for_bit(config
     assert section["status"] == "complete" and not section["problems"]
     faults = section["faults"]
     assert [f["spec"] for f in faults["faults"]] == [
-        "hang@step:rank=0:step=7",
-        "kill@step:rank=0:step=13",
-        "kill@save.shard:rank=0:step=30",
-        "term@step:step=37",
+        "hang@step:rank=0:step=4",
+        "kill@step:rank=0:step=7",
+        "kill@save.shard:rank=0:step=15",
+        "term@step:step=17",
     ]
     assert all(f["detected"] and f["named"] for f in faults["faults"])
     messages = [f["message"] for f in faults["faults"]]
-    assert messages[0].startswith("rank 0 of 2 stopped responding at step 7")
+    assert messages[0].startswith("rank 0 of 2 stopped responding at step 4")
     assert messages[2].startswith(
-        "rank 0 of 2 killed by SIGKILL at step 29 (saving the checkpoint of step 30)"
+        "rank 0 of 2 killed by SIGKILL at step 14 (saving the checkpoint of step 15)"
     )
-    assert messages[3].startswith("rank 0 of 2 killed by SIGTERM at step 37; rank 1 of 2")
+    assert messages[3].startswith("rank 0 of 2 killed by SIGTERM at step 17; rank 1 of 2")
     assert faults["injected"] == {"kill": 2, "hang": 1, "term": 1}
     assert faults["during_saves"] == 1 and faults["real_failures"] == []
     hang = faults["faults"][0]["detection_s"]
     assert 3 <= hang < 30 and all(f["detection_s"] < 30 for f in faults["faults"])
     assert faults["resumes_attempted"] == 4 and faults["resumes_identical"] == 4
-    assert [r["from_step"] for r in faults["resumes"]] == [0, 10, 20, 30]
-    assert faults["deterministic"] == {"checked_steps": 7, "first_difference": None}
+    assert [r["from_step"] for r in faults["resumes"]] == [0, 5, 10, 15]
+    assert faults["deterministic"] == {"checked_steps": 4, "first_difference": None}
     assert "bit-identical 4 (100.0%)" in stdout
     rows = run.benchmarks
     assert (
@@ -238,7 +239,7 @@ def test_a_fault_soak_detects_names_and_resumes_every_failure_bit_for_bit(config
         assert memory["drift"]["threshold"] == 1.0 and memory["drift"]["first_step"] >= 5
     # the stream holds every sample and loss as it came
     lines = [json.loads(x) for x in (out / "testbox" / section["stream"]).read_text().splitlines()]
-    assert sum(x["kind"] == "sample" and x["run"] == "reference" for x in lines) == 16
+    assert sum(x["kind"] == "sample" and x["run"] == "reference" for x in lines) == 8
     assert lines[-1] == {"kind": "result", "path": str(path), "status": "complete"}
     # compare reads two soak files (the second a copy, as a rerun would write)
     doc = json.loads(path.read_text()) | {"run_id": "20991231T000000Z-bbbbbb", "label": "again"}
