@@ -25,6 +25,12 @@ TESTS_PY312 ?= tests/test_zero_config.py tests/test_zero_config_sections.py \
   tests/test_zero_config_keys.py tests/test_results.py tests/test_compare.py \
   tests/test_stats.py tests/test_timing.py tests/test_asv_results.py \
   tests/test_zero_engine.py::test_three_ranks_uneven_shards
+HAVE_PY312 = PYENV_VERSION=$(PY312_PATH) $(PYTHON312) -c \
+  'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null
+# What a GPU box is promised, and all the offline 3.12 venv holds (triton: the release this
+# torch build requires, on Linux).
+OFFLINE_PACKAGES = $(TORCH_SPEC) numpy scipy pandas tabulate matplotlib rich pytest hypothesis
+WHEELS312 ?= .dsbench/wheels-py312
 # Non-empty: fail instead of skipping the 3.12 subset when no python3.12 exists. Defaults to $CI,
 # which CI systems (and .ci/run) set.
 REQUIRE_PY312 ?= $(CI)
@@ -33,6 +39,10 @@ ASV_MACHINE ?= $(or $(DSBENCH_MACHINE),$(shell hostname))
 ASV_RUN_FLAGS ?= --quick --show-stderr --record-samples
 # The sizes the asv benchmarks take (DSBENCH_ASV_SUITE): smoke, quick or full.
 ASV_SUITE ?= quick
+
+# pytest-xdist (the dev extra): one worker per core, each test file on one worker (its module
+# fixtures run once). PYTEST_PARALLEL= runs the tests one at a time.
+PYTEST_PARALLEL ?= -n auto --dist loadfile
 
 .PHONY: run test test-py312 lint format bench bench-power gpu-check gpu-check-rehearsal wheels \
   fuzz asv asv-full clean-venv
@@ -70,7 +80,7 @@ test: $(STAMP)
 	@sh tests/install_chromium.sh || { [ -z "$(CI)" ] && \
 	  echo "dsbench: Chromium not installable here; the browser tests will skip (required with CI set)"; }
 	@py311=0; py312=0; gpu=0; \
-	$(BIN)/python -m pytest --durations=25 || py311=$$?; \
+	$(BIN)/python -m pytest $(PYTEST_PARALLEL) --durations=25 || py311=$$?; \
 	$(MAKE) --no-print-directory test-py312 || py312=$$?; \
 	$(MAKE) --no-print-directory gpu-check-rehearsal || gpu=$$?; \
 	verdict() { [ "$$1" = 0 ] && echo passed || echo "FAILED (exit $$1)"; }; \
@@ -78,10 +88,9 @@ test: $(STAMP)
 	  "gpu-check rehearsal $$(verdict $$gpu)"; \
 	[ $$py311 = 0 ] && [ $$py312 = 0 ] && [ $$gpu = 0 ]
 
-# The smoke subset on Python 3.12, in $(VENV312); torch from the registry (for 3.12 a CUDA
-# build, ~3 GB, which runs on CPUs too).
+# The smoke subset on Python 3.12, in $(VENV312).
 test-py312:
-	@if PYENV_VERSION=$(PY312_PATH) $(PYTHON312) -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null; then \
+	@if $(HAVE_PY312); then \
 	  $(MAKE) --no-print-directory $(STAMP312) && $(VENV312)/bin/python -m pytest $(TESTS_PY312); \
 	elif [ -n "$(REQUIRE_PY312)" ]; then \
 	  echo "dsbench: no Python 3.12 ($(PYTHON312)) found, and REQUIRE_PY312 is set"; exit 1; \
@@ -89,11 +98,18 @@ test-py312:
 	  echo "dsbench: no Python 3.12 ($(PYTHON312)) found: skipping the Python 3.12 smoke tests"; \
 	fi
 
-$(STAMP312): pyproject.toml Makefile
-	@test -x $(VENV312)/bin/python || PYENV_VERSION=$(PY312_PATH) $(PYTHON312) -m venv $(VENV312)
-	@$(VENV312)/bin/python -c 'import torch' 2>/dev/null || $(VENV312)/bin/python -m pip install "$(TORCH_SPEC)"
-	$(VENV312)/bin/python -m pip install -e ".[dev]"
-	@touch $(STAMP312)
+# Python 3.12 as on a GPU box: a venv built without the network (pip --no-index, from wheels
+# fetched into $(WHEELS312) first; torch from the registry, for 3.12 a CUDA build of ~3 GB that
+# runs on CPUs) holding only what such a box is promised: no DeepSpeed, no asv, and dsbench run
+# from the checkout, not installed. make test runs the 3.12 subset and the gpu-check rehearsal in
+# it; `dsbench ab --baseline python=3.11 --contender python=3.12` runs its rounds in it.
+$(STAMP312): Makefile
+	PYENV_VERSION=$(PY312_PATH) $(PYTHON312) -m pip download --quiet --dest $(WHEELS312) \
+	  $(OFFLINE_PACKAGES)
+	rm -rf $(VENV312) && PYENV_VERSION=$(PY312_PATH) $(PYTHON312) -m venv $(VENV312)
+	$(VENV312)/bin/python -m pip install --quiet --no-index --find-links $(WHEELS312) \
+	  $(OFFLINE_PACKAGES)
+	@touch $@
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -123,25 +139,18 @@ wheels: $(STAMP)
 	$(BIN)/python -m pip download --quiet --only-binary=:all: --python-version $(WHEELS_PYTHON) \
 	  --platform manylinux2014_x86_64 --dest .wheels $(DEEPSPEED_NEEDS)
 
-# make gpu-check's rehearsal on this CPU (make test runs it): tiny sizes, one training rank, in a
-# venv built without the network (pip --no-index, from wheels fetched first) that has only what
-# a GPU box is promised: no DeepSpeed, no asv, dsbench not installed.
-OFFLINE_VENV ?= .venv-offline
-OFFLINE_WHEELS ?= .dsbench/offline-wheels
-OFFLINE_PACKAGES = $(TORCH_SPEC) numpy scipy pandas tabulate matplotlib rich pytest hypothesis \
-  $(if $(filter Linux-x86_64,$(shell uname -s)-$(shell uname -m)),$(TRITON_SPEC))
+# make gpu-check's rehearsal on this CPU (make test runs it): tiny sizes, one training rank, in
+# the Python 3.12 venv built without the network, as on a GPU box (see $(VENV312) above).
 REHEARSAL_OUT ?= .dsbench/gpu-check/rehearsal
-
-$(OFFLINE_VENV)/.built: Makefile
-	$(PYTHON) -m pip download --quiet --dest $(OFFLINE_WHEELS) $(OFFLINE_PACKAGES)
-	rm -rf $(OFFLINE_VENV) && $(PYTHON) -m venv $(OFFLINE_VENV)
-	$(OFFLINE_VENV)/bin/python -m pip install --quiet --no-index --find-links $(OFFLINE_WHEELS) \
-	  $(OFFLINE_PACKAGES)
-	@touch $@
-
-gpu-check-rehearsal: $(OFFLINE_VENV)/.built
-	rm -rf $(REHEARSAL_OUT)
-	$(OFFLINE_VENV)/bin/python -m dsbench gpu-check --device cpu --out $(REHEARSAL_OUT)
+gpu-check-rehearsal:
+	@if $(HAVE_PY312); then \
+	  $(MAKE) --no-print-directory $(STAMP312) && rm -rf $(REHEARSAL_OUT) && \
+	  $(VENV312)/bin/python -m dsbench gpu-check --device cpu --out $(REHEARSAL_OUT); \
+	elif [ -n "$(REQUIRE_PY312)" ]; then \
+	  echo "dsbench: no Python 3.12 ($(PYTHON312)) found, and REQUIRE_PY312 is set"; exit 1; \
+	else \
+	  echo "dsbench: no Python 3.12 ($(PYTHON312)) found: skipping the gpu-check rehearsal"; \
+	fi
 
 # The power of `dsbench ab` on this machine: throwaway commits slowing AdamW by 2%, 10% and 20%,
 # each against its parent in alternating rounds (dsbench/power.py); a result, not a pass/fail.

@@ -402,20 +402,24 @@ def run_rounds(
     verb: list[str],
     workdir: Path,
     progress: Callable[[str], None],
+    after_pair: Callable[[list[list[Launch]]], list[str] | None] | None = None,
 ) -> list[list[Launch]]:
     """Launch every round (fresh ``dsbench VERB ... --out FILE`` processes, alternating sides:
     ``dsbench run`` with the suite, or ``dsbench soak``); the launches per side, each with its
-    loaded result file."""
+    loaded result file. ``after_pair``, called once every side has run as many rounds as the
+    others: None to stop there, else arguments added to the verb of the rounds to come (an
+    A/B until decided, :mod:`dsbench.sequential`)."""
     shims = [make_shim(s.tree, workdir / f"shim-{i}") for i, s in enumerate(sides)]
     sources = {s.tree: tree_fingerprint(s.tree) for s in sides}
     per_side: list[list[Launch]] = [[] for _ in sides]
     plan = order(rounds, len(sides))
     names = ("baseline", "contender") if len(sides) == 2 else ("launch",)
+    extra: list[str] = []
     for pos, s in enumerate(plan):
         launch = Launch(
             side=s, index=len(per_side[s]), order=pos, path=workdir / f"{pos:03d}-{names[s]}.json"
         )
-        argv = [sides[s].python, "-m", "dsbench", *verb, "--out", str(launch.path)]
+        argv = [sides[s].python, "-m", "dsbench", *verb, *extra, "--out", str(launch.path)]
         launch.started = datetime.now(UTC).isoformat(timespec="seconds")
         t0 = time.perf_counter()
         proc = run_child(argv, cwd=workdir, env=side_environ(sides[s], shims[s]))
@@ -434,6 +438,11 @@ def run_rounds(
             f"round {pos // len(sides) + 1}/{rounds}: {names[s]} ({sides[s].spec}) "
             f"{launch.wall_s:.0f} s, {ok}/{len(launch.run.rows)} ok"
         )
+        if after_pair is not None and len({len(x) for x in per_side}) == 1:
+            more = after_pair(per_side)
+            if more is None:
+                break
+            extra = more
     return per_side
 
 

@@ -108,15 +108,17 @@ def make_commits(source: Path, workdir: Path, fractions, *, counted: bool = Fals
     return repo
 
 
-def measure(repo: Path, frac: float, rounds: int, out: Path) -> dict:
+def measure(repo: Path, frac: float, rounds: int, out: Path, *extra: str) -> dict:
     """``dsbench ab`` of the fraction's commit against its parent, run from the clone (its own
-    dsbench first on the import path); compare's row for the case, as CSV fields."""
+    dsbench first on the import path), with ``extra`` arguments; compare's row for the case, as
+    CSV fields."""
     side = ab.SideEnv("current", "current", sys.executable, repo)
     shim = ab.make_shim(repo, out / "shim")
     name = branch(frac)
     argv = [sys.executable, "-m", "dsbench", "ab", "--baseline", f"commit={name}~1",
             "--contender", f"commit={name}", "--suite", "quick", "--filter", CASE,
-            "--rounds", str(rounds), "--out", str(out / "results"), "--format", "csv"]  # fmt: skip
+            "--rounds", str(rounds), "--out", str(out / "results"), "--format", "csv",
+            *extra]  # fmt: skip
     t0 = time.perf_counter()
     proc = subprocess.run(argv, cwd=out, env=ab.side_environ(side, shim), capture_output=True,
                           text=True, timeout=3600)  # fmt: skip

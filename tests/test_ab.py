@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dsbench import ab, power, results
+from dsbench import ab, power, results, sequential
 from dsbench.cli import main
 from dsbench.errors import UsageError
 from dsbench.stats import centre
@@ -143,22 +143,27 @@ def test_merged_rows_keep_the_key_order_of_their_launches():
 
 @pytest.mark.slow
 def test_an_ab_of_two_commits_calls_a_counted_slowdown_worse(tmp_path):
-    """`dsbench ab` end to end over two commits of a throwaway clone: worktrees, alternating
-    launches, merged files, compare's verdict. The contender's AdamW step costs 20% more on
-    the timing core's clock, which counts instead of measuring (dsbench.power's counted hook),
-    so the verdict depends on the machinery alone: worse, at 1/1.2. What real launches of a
+    """`dsbench ab --until-decided` end to end over two commits of a throwaway clone:
+    worktrees, alternating launches, a look after each pair of rounds, merged files, compare's
+    verdict. The contender's AdamW step costs 20% more on the timing core's clock, which counts
+    instead of measuring (dsbench.power's counted hook), so the verdict depends on the machinery
+    alone: worse at 1/1.2, decided at the first look (3 rounds a side). What real launches of a
     real slowdown give on a machine is a benchmark: `make bench-power` (dsbench/power.py)."""
     repo = power.make_commits(ROOT, tmp_path, [0.2], counted=True)
     out = tmp_path / "twenty"
     out.mkdir()
-    row = power.measure(repo, 0.2, 2, out)
+    row = power.measure(repo, 0.2, 2, out, "--until-decided", "--max-rounds", "5")
     assert row["change"] == "worse", row
     assert float(row["ratio"]) == pytest.approx(1 / 1.2, rel=1e-3), row
     written = sorted((out / "results").rglob("*.json"))
     assert len(written) == 2
     runs = [results.read_run(p) for p in written]
     assert {r.doc["ab"]["side"] for r in runs} == {"baseline", "contender"}
-    assert all(len(r.doc["launches"]) == 2 for r in runs)
+    assert all(len(r.doc["launches"]) == 3 and r.doc["ab"]["rounds"] == 3 for r in runs)
+    seq = runs[0].doc["ab"]["sequential"]
+    first = sequential.looks(5)[0]
+    assert seq == {"spending": "pocock", "max_rounds": 5, "looks": 3, "level": first.level,
+                   "stopped": "decided", "max_reps": None}  # fmt: skip
     assert os.path.isdir(repo / ".dsbench" / "worktrees")
 
 

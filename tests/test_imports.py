@@ -1,6 +1,6 @@
 """One import direction, checked on the source (every import, module level or inside functions):
 
-    bottom      errors, records, interrupts, faults, stats, hardware, memory, values
+    bottom      errors, records, interrupts, faults, stats, hardware, memory, values, sequential
     kernels     dsbench.kernels.*  (kernels/ in the repository)
     compute     distributed, models, zero
     workloads   engines, timing, training, suites, soak
@@ -30,6 +30,7 @@ LAYERS = {
         "hardware",
         "memory",
         "values",
+        "sequential",
     ],
     "kernels": ["kernels"],
     "compute": ["distributed", "models", "zero"],

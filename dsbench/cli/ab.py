@@ -16,10 +16,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from dsbench import ab, compare, results
+from dsbench import ab, compare, results, sequential
 from dsbench.cli.compare import print_report
 from dsbench.errors import UsageError
 from dsbench.suites import SUITES, check_suite
@@ -63,6 +64,34 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--fail-on-regression", action="store_true", help="exit 1 when any row's verdict is worse"
+    )
+    p.add_argument(
+        "--until-decided",
+        action="store_true",
+        help="add rounds in pairs until every case is decided (better, worse or unchanged), "
+        "judging after each pair with the error rate spent over the looks (group-sequential: "
+        "A/A stays at or under 1%% better/worse), or until --max-time / --max-rounds",
+    )
+    p.add_argument(
+        "--max-time",
+        default="20m",
+        metavar="DURATION",
+        help="with --until-decided: no new pair of rounds past this (e.g. 90s, 20m, 1h; "
+        "default 20m)",
+    )
+    p.add_argument(
+        "--max-rounds",
+        type=int,
+        default=20,
+        metavar="N",
+        help="with --until-decided: at most N rounds a side, the planned looks (default 20)",
+    )
+    p.add_argument(
+        "--spending",
+        default="pocock",
+        choices=sequential.SPENDING,
+        help="with --until-decided: how the error rate is spent over the looks (default pocock: "
+        "evenly, so a large change stops early; obrien-fleming: little early, most at the end)",
     )
     p.add_argument(
         "--soak",
@@ -137,13 +166,14 @@ def check_plan(sides: list[ab.SideEnv], args: argparse.Namespace) -> int:
     return max(counts)
 
 
-def launch_all(sides, args, workdir: Path, progress=None) -> list[list[ab.Launch]]:
+def launch_all(sides, args, workdir: Path, progress=None, after_pair=None) -> list[list[ab.Launch]]:
     return ab.run_rounds(
         sides,
         rounds=args.rounds,
         verb=round_verb(args),
         workdir=workdir,
         progress=progress or (lambda line: print(f"dsbench: {line}", file=sys.stderr)),
+        after_pair=after_pair,
     )
 
 
@@ -164,9 +194,10 @@ def launch_folder(verb: str):
     shutil.rmtree(workdir, ignore_errors=True)
 
 
-def write_sides(per_side, sides, args, out: Path) -> list[Path]:
+def write_sides(per_side, sides, args, out: Path, sequential_block=None) -> list[Path]:
     """Each side's launches merged into one result file, the two files naming each other."""
     ab_id = results.new_run_id()
+    rounds = len(per_side[0])
     docs = []
     for i, (role, side) in enumerate(zip(("baseline", "contender"), sides, strict=True)):
         docs.append(
@@ -178,8 +209,9 @@ def write_sides(per_side, sides, args, out: Path) -> list[Path]:
                     "side": role,
                     "spec": side.spec,
                     "description": side.description,
-                    "rounds": args.rounds,
-                    "order": "".join("AB"[s] for s in ab.order(args.rounds)),
+                    "rounds": rounds,
+                    "order": "".join("AB"[s] for s in ab.order(rounds)),
+                    **({"sequential": sequential_block} if sequential_block else {}),
                 },
             )
         )
@@ -187,22 +219,106 @@ def write_sides(per_side, sides, args, out: Path) -> list[Path]:
     return [results.write_run(doc, root=out) for doc in docs]
 
 
+def _seconds(text: str) -> float:
+    """``90s``, ``20m``, ``1h`` or plain seconds."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text)
+    if not m or float(m.group(1)) <= 0:
+        raise UsageError(f"--max-time '{text}': give a duration such as 90s, 20m or 1h")
+    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+
+
+class UntilDecided:
+    """``dsbench ab --until-decided``: after each pair of rounds, the planned look's verdicts
+    ([Note: looking at the data as rounds come in]); stops when every case is decided, at the
+    last planned look, or when the next pair would pass ``--max-time``. After the first pair,
+    the rounds to come get Kalibera & Jones's repetitions ([Note: repetitions worth running])."""
+
+    def __init__(self, args: argparse.Namespace, sides: list[ab.SideEnv]):
+        self.args, self.sides = args, sides
+        self.looks = {x.rounds: x for x in sequential.looks(args.max_rounds, 0.01, args.spending)}
+        self.deadline = time.monotonic() + _seconds(args.max_time)
+        self.level, self.look, self.stopped = 0.99, 0, "max-rounds"
+        self.extra: list[str] = []
+
+    def __call__(self, per_side: list[list[ab.Launch]]) -> list[str] | None:
+        k = len(per_side[0])
+        if k == 2 and not self.args.soak:
+            self.extra = self._repetitions(per_side)
+        look = self.looks.get(k)
+        if look is not None:
+            self.level, self.look = look.level, k
+            docs = [ab.merge_launches(launches) for launches in per_side]
+            rows = compare.compare_rows(docs[0]["benchmarks"], docs[1]["benchmarks"],
+                                        self.args.factor, look.level)  # fmt: skip
+            judged = [r for r in rows if r.comparable]
+            open_ = [r for r in judged if r.change == "inconclusive"]
+            print(f"dsbench ab: look {k} ({compare.pct(look.level)}): "
+                  f"{len(judged) - len(open_)}/{len(judged)} decided", file=sys.stderr)  # fmt: skip
+            if not open_:
+                self.stopped = "decided"
+                return None
+        pair_s = sum(la.wall_s for la in (per_side[0][-1], per_side[1][-1]))
+        if k >= self.args.max_rounds:
+            return None
+        if time.monotonic() + pair_s > self.deadline:
+            self.stopped = "max-time"
+            return None
+        return self.extra
+
+    def _repetitions(self, per_side: list[list[ab.Launch]]) -> list[str]:
+        """``--max-reps N`` for the rounds to come: the most any case is worth, from each
+        side's two launches (none when a case's repetitions carry its variance)."""
+        first = per_side[0][0].run.rows
+        wanted = []
+        for case in first:
+            sides = [[_rep_seconds(la.run.rows.get(case)) for la in launches]
+                     for launches in per_side]  # fmt: skip
+            if any(not reps for side in sides for reps in side):
+                return []
+            launch_s = sum(la.wall_s for la in per_side[0]) / len(per_side[0]) / len(first)
+            wanted.append(sequential.repetitions(sides, launch_s))
+        return [] if not wanted or max(wanted) >= 1000 else ["--max-reps", str(max(wanted))]
+
+    def block(self) -> dict:
+        return {"spending": self.args.spending, "max_rounds": self.args.max_rounds,
+                "looks": self.look, "level": self.level, "stopped": self.stopped,
+                "max_reps": self.extra[1] if self.extra else None}  # fmt: skip
+
+
+def _rep_seconds(row) -> list[float]:
+    """A row's repetition times in seconds (the timing core's own samples), or none."""
+    if row is None or not row.ok or not isinstance(row.timing, dict):
+        return []
+    return list(row.timing.get("samples") or [])
+
+
 def run(args: argparse.Namespace) -> int:
     out = check_round_arguments(args, minimum=2)
     sides = [ab.parse_side(args.baseline), ab.parse_side(args.contender)]
     if any(side.kind == "commit" for side in sides) and ab.commit_repo()[1]:
         print(f"dsbench ab: {ab.commit_repo()[1]}", file=sys.stderr)
+    until = None
+    if args.until_decided:
+        if args.max_rounds < sequential.FIRST_LOOK:
+            raise UsageError(f"--max-rounds must be at least {sequential.FIRST_LOOK}, "
+                             f"got {args.max_rounds}")  # fmt: skip
+        until = UntilDecided(args, sides)
+        args.rounds = args.max_rounds
     n_cases = check_plan(sides, args)
     what = f"a soak with {n_cases} fault(s)" if args.soak else f"{n_cases} case(s)"
+    how = (
+        f"rounds in pairs until decided (up to {args.max_rounds} a side or {args.max_time}, "
+        f"{args.spending} spending)" if until else f"{args.rounds} rounds a side"
+    )  # fmt: skip
     print(
-        f"dsbench ab: {what}, {args.rounds} rounds a side, alternating "
-        f"(A B, B A, ...): {args.baseline} vs {args.contender}",
+        f"dsbench ab: {what}, {how}, alternating (A B, B A, ...): {args.baseline} vs "
+        f"{args.contender}",
         file=sys.stderr,
     )
     try:
         with launch_folder("ab") as workdir:
-            per_side = launch_all(sides, args, workdir)
-            paths = write_sides(per_side, sides, args, out)
+            per_side = launch_all(sides, args, workdir, after_pair=until)
+            paths = write_sides(per_side, sides, args, out, until.block() if until else None)
     except ab.LaunchFailed as exc:
         print(f"dsbench ab: {exc}; nothing written", file=sys.stderr)
         return 1
@@ -221,4 +337,24 @@ def run(args: argparse.Namespace) -> int:
         fmt=args.format,
         notes=notes,
     )
-    return print_report(rep, args.format, args.fail_on_regression)
+    status = print_report(rep, args.format, args.fail_on_regression)
+    for line in to_decide(rep.rows, per_side):
+        print(f"dsbench ab: {line}", file=sys.stderr)
+    return status
+
+
+def to_decide(rows: list[compare.Row], per_side: list[list[ab.Launch]]) -> list[str]:
+    """For every inconclusive row with a spread: the rounds a side, and the minutes at this
+    A/B's pace, that would most likely decide a change of the size seen."""
+    k = len(per_side[0])
+    pair_s = sum(la.wall_s for launches in per_side for la in launches) / max(k, 1)
+    out = []
+    for r in rows:
+        if r.to_decide and r.to_decide > k:
+            more = r.to_decide - k
+            out.append(
+                f"{r.id}: inconclusive at x{r.ratio:.3f}; about {more} more rounds a side "
+                f"({r.to_decide} in all, ~{more * pair_s / 60:.0f} min at this pace) would "
+                "most likely decide a change of this size"
+            )
+    return out

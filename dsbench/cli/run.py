@@ -8,6 +8,7 @@ exits 130 or 143."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -56,6 +57,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="the smoke suite's timing for any suite (a few repetitions, one round): checks "
         "that every case runs, as asv's --quick does; its figures are not for comparing",
+    )
+    p.add_argument(
+        "--max-reps",
+        type=int,
+        metavar="N",
+        help="at most N timed repetitions a case (at least the suite's minimum); `dsbench ab "
+        "--until-decided` sets it where launches, not repetitions, carry the variance",
     )
     p.add_argument("--list", action="store_true", help="list the cases and exit")
     p.add_argument(
@@ -163,6 +171,8 @@ def run(args: argparse.Namespace) -> int:
         results.check_writable(folder)
     if args.ranks is not None and args.ranks < 1:
         raise UsageError(f"--ranks {args.ranks}: give 1 or more ranks")
+    if args.max_reps is not None and args.max_reps < 1:
+        raise UsageError(f"--max-reps {args.max_reps}: give 1 or more repetitions")
     device = _device(args.device)
     env = collect_env(device)
     ctx = runner.context_for(env, suite, ranks=args.ranks)
@@ -185,7 +195,9 @@ def run(args: argparse.Namespace) -> int:
     stopped = None
     try:
         with bar:
-            config = runner.TIMING["smoke"] if args.quick else None
+            config = runner.TIMING["smoke" if args.quick else suite]
+            if args.max_reps is not None:
+                config = dataclasses.replace(config, max_reps=max(args.max_reps, config.min_reps))
             rows = runner.run_suite(
                 suite, ctx, profile, pattern=args.filter, config=config, progress=progress
             )

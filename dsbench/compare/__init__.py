@@ -35,7 +35,7 @@ from dsbench.compare.comparison import (
     report,
     tally,
 )
-from dsbench.compare.render import FORMATS, interval_text, render
+from dsbench.compare.render import FORMATS, interval_text, pct, render
 from dsbench.compare.selection import (
     SELECTOR_KEYS,
     Selector,
@@ -64,6 +64,7 @@ __all__ = [
     "is_asv",
     "noise_figures",
     "param_keys",
+    "pct",
     "pick_runs",
     "regressions",
     "render",

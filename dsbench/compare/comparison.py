@@ -9,11 +9,12 @@ import math
 from collections.abc import Mapping
 
 from dsbench import records
-from dsbench.compare.render import render
+from dsbench.compare.render import pct, render
 from dsbench.compare.selection import Side, confounders, is_asv
 from dsbench.errors import UsageError
 from dsbench.records import Direction, value_or
 from dsbench.results import Run
+from dsbench.sequential import rounds_to_decide
 from dsbench.stats import VERDICTS, Noise, Verdict, centre, judge, round_spread
 
 ENV_LABEL_KEYS = ("python", "deepspeed")
@@ -42,6 +43,9 @@ class Row:
     baseline_env: str = ""
     """The environment the baseline value came from (set when a side is an asv run)."""
     contender_env: str = ""
+    to_decide: int | None = None
+    """For an inconclusive row with a spread: the rounds a side that would most likely decide a
+    change of the size seen (:func:`dsbench.sequential.rounds_to_decide`)."""
 
     @property
     def comparable(self) -> bool:
@@ -103,8 +107,24 @@ def compare_rows(
         b_rounds, c_rounds = b.round_samples(unit), c.round_samples(unit)
         fig = noise.get(bid) if min(len(b_rounds), len(c_rounds)) == 1 else None
         v = judge(b_rounds, c_rounds, direction=direction, factor=factor, level=level, noise=fig)
-        out.append(_row(bid, unit_name, direction, b_rounds, c_rounds, v, envs))
+        row = _row(bid, unit_name, direction, b_rounds, c_rounds, v, envs)
+        if v.change == "inconclusive" and v.low is not None:
+            k = rounds_to_decide(b_rounds, c_rounds, factor=factor, level=level)
+            if k:
+                more = f"; about {k} rounds a side would decide x{v.ratio:.3f}"
+                row = dataclasses.replace(row, to_decide=k, basis=row.basis + more)
+        out.append(row)
     return out
+
+
+def ab_level(base: Run, cont: Run) -> float:
+    """The level the two sides of one ``dsbench ab --until-decided`` were decided at (its last
+    look's, [Note: looking at the data as rounds come in]); 0.99 for any other pair."""
+    a, b = base.doc.get("ab") or {}, cont.doc.get("ab") or {}
+    seq = a.get("sequential") or {}
+    if a.get("id") and a.get("id") == b.get("id") and seq.get("level"):
+        return float(seq["level"])
+    return 0.99
 
 
 def _unjudged(bid, unit, direction, baseline, contender, why: str, envs) -> Row:
@@ -214,7 +234,14 @@ def report(
                 "with one launch on a side"
             )
     unit = "round" if same_run else "launch"
-    rows = compare_rows(base.rows, cont.rows, factor, envs=envs, unit=unit, noise=noise)
+    level = ab_level(base.run, cont.run)
+    if level != 0.99:
+        notes.append(
+            f"judged at the {level:.4%} level of the A/B's last look "
+            f"({(base.run.doc['ab'].get('sequential') or {}).get('looks')} looks, "
+            "dsbench ab --until-decided): the error rate is spent over its looks"
+        )
+    rows = compare_rows(base.rows, cont.rows, factor, level, envs=envs, unit=unit, noise=noise)
     single = sum(r.basis.startswith("one value") for r in rows)
     if single:
         notes.append(
@@ -228,10 +255,13 @@ def report(
     counts = tally(rows)
     verdict = (
         f"{counts['better']} better, {counts['worse']} worse, {counts['unchanged']} unchanged, "
-        f"{counts['inconclusive']} inconclusive (99% interval of the ratio against x{factor:g}, "
+        f"{counts['inconclusive']} inconclusive ({pct(level)} interval of the ratio against "
+        f"x{factor:g}, "
         f"rounds = {'alternating rounds of one launch' if same_run else 'launches'}), "
         f"{counts['one side only']} on one side only"
         + (f", {counts['not comparable']} failed, skipped or unlike" if counts["not comparable"]
            else "")
     )  # fmt: skip
-    return Report(notes=notes, table=render(rows, fmt), verdict=verdict, rows=rows, counts=counts)
+    return Report(
+        notes=notes, table=render(rows, fmt, level), verdict=verdict, rows=rows, counts=counts
+    )

@@ -20,6 +20,11 @@ HEADERS = ["benchmark", "unit", "baseline", "contender", "ratio", "99% interval"
 ENV_HEADERS = ["baseline env", "contender env"]
 
 
+def pct(level: float) -> str:
+    """A confidence level as people write it: 0.99 is ``99%``, 0.99875 ``99.88%``."""
+    return f"{level * 100:.4g}%"
+
+
 def _fmt(v: float | None) -> str:
     return "n/a" if v is None else f"{v:.4g}"
 
@@ -28,11 +33,12 @@ def interval_text(r: Row) -> str:
     return "" if r.low is None else f"{r.low:.3f}-{r.high:.3f}"
 
 
-def render(rows: list[Row], fmt: str = "github") -> str:
+def render(rows: list[Row], fmt: str = "github", level: float = 0.99) -> str:
     if fmt not in FORMATS:
         raise UsageError(choices_message("format", fmt, FORMATS))
     with_env = any(r.baseline_env or r.contender_env for r in rows)
-    headers = HEADERS + ENV_HEADERS if with_env else HEADERS
+    headers = [f"{pct(level)} interval" if h == "99% interval" else h for h in HEADERS]
+    headers += ENV_HEADERS if with_env else []
     table = [
         [
             r.id,

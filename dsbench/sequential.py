@@ -1,0 +1,126 @@
+"""Rounds until the data decide: the looks of ``dsbench ab --until-decided``, the rounds an
+inconclusive row would need, and how many repetitions a round's cases are worth.
+
+[Note: looking at the data as rounds come in]
+Judging after every pair of rounds and stopping at the first decided look would inflate false
+verdicts: every look is one more chance for an A/A pair to cross x1.05. A group-sequential
+design spends the error rate alpha over the planned looks instead (Lan & DeMets, "Discrete
+sequential boundaries for clinical trials", Biometrika 70, 1983): by look k, at information
+fraction t_k = rounds a side / the most rounds a side, at most alpha(t_k) may have been spent.
+Pocock's spending alpha * ln(1 + (e - 1) t) spends about evenly, so a large change can stop
+early (the default); O'Brien & Fleming's 2 - 2 Phi(z_{1-alpha/2} / sqrt t) spends almost nothing
+early and keeps the last looks near the fixed design. Look k judges at the level
+1 - (alpha(t_k) - alpha(t_{k-1})): by the union bound the false verdicts over all looks stay at
+or under alpha whatever the looks' correlation (the exact Lan-DeMets boundaries assume normal
+independent increments, which t-intervals on a few heavy-tailed round medians do not have).
+``tests/test_sequential.py`` simulates A/A pairs over every look at this machine's spreads,
+with heavy-tailed launches, and counts the better/worse verdicts.
+
+[Note: repetitions worth running]
+A round's variance is the launches' variance plus the repetitions' divided by their number n.
+Kalibera & Jones ("Rigorous benchmarking in reasonable time", ISMM 2013, section 4) give the n
+that buys the narrowest interval for the time: n = sqrt(c_launch * S_within^2 /
+(c_rep * T_between^2)), c the cost of a launch and of a repetition, T^2 = S_between^2 -
+S_within^2 / n the launches' own variance. Where launches dominate, n is small and a round costs
+its start-up and a few repetitions, not the time budget of every case.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as _st
+
+from dsbench.stats import round_medians
+
+SPENDING = ("pocock", "obrien-fleming")
+FIRST_LOOK = 3
+"""Rounds a side at the first look: the fewest whose pooled t-interval has 4 degrees of freedom."""
+
+
+def spent(t: float, alpha: float, kind: str = "pocock") -> float:
+    """alpha(t): the error rate spent by information fraction ``t`` (see the note above)."""
+    t = min(max(t, 0.0), 1.0)
+    if kind == "pocock":
+        return alpha * math.log1p((math.e - 1) * t)
+    if kind == "obrien-fleming":
+        if t == 0:
+            return 0.0
+        z = _st.norm.ppf(1 - alpha / 2)
+        return float(2 - 2 * _st.norm.cdf(z / math.sqrt(t)))
+    raise ValueError(f"spending must be one of {', '.join(SPENDING)}, got {kind!r}")
+
+
+@dataclass(frozen=True)
+class Look:
+    rounds: int
+    """Rounds a side at this look."""
+    level: float
+    """The confidence level the verdicts of this look are judged at."""
+
+
+def looks(max_rounds: int, alpha: float = 0.01, kind: str = "pocock") -> list[Look]:
+    """The planned looks: after each pair of rounds from :data:`FIRST_LOOK` rounds a side to
+    ``max_rounds``, each with its share of ``alpha``."""
+    out, before = [], 0.0
+    for k in range(FIRST_LOOK, max_rounds + 1):
+        now = spent(k / max_rounds, alpha, kind)
+        out.append(Look(rounds=k, level=1 - (now - before)))
+        before = now
+    return out
+
+
+def rounds_to_decide(
+    base: Sequence[Sequence[float]],
+    cont: Sequence[Sequence[float]],
+    *,
+    factor: float = 1.05,
+    level: float = 0.99,
+    limit: int = 200,
+) -> int | None:
+    """Rounds a side that would most likely decide a row if its ratio and round-to-round
+    spread stay as observed: the fewest k whose t-interval (the pooled spread s of the log
+    round medians, 2k - 2 degrees of freedom, half-width t * s * sqrt(2 / k)) fits beyond
+    ``factor`` (or within it, for a ratio inside it). None: the ratio sits on the boundary, no
+    spread was measured, or it would take more than ``limit``."""
+    lb, lc = np.log(round_medians(base)), np.log(round_medians(cont))
+    if len(lb) < 2 or len(lc) < 2:
+        return None
+    ss = float(((lb - lb.mean()) ** 2).sum() + ((lc - lc.mean()) ** 2).sum())
+    s = math.sqrt(ss / (len(lb) + len(lc) - 2))
+    margin = abs(abs(float(lc.mean() - lb.mean())) - math.log(factor))
+    if s == 0 or margin < 1e-3:
+        return None
+    for k in range(2, limit + 1):
+        if _st.t.ppf(1 - (1 - level) / 2, 2 * k - 2) * s * math.sqrt(2 / k) < margin:
+            return k
+    return None
+
+
+def repetitions(
+    sides: Sequence[Sequence[Sequence[float]]],
+    launch_s: float,
+    floor: int = 8,
+    ceiling: int = 1000,
+) -> int:
+    """Kalibera & Jones's repetitions per launch for one case (see the note above), from each
+    side's launches' repetition times (seconds; two launches or more a side) and what a launch
+    costs besides them (``launch_s``); at least ``floor`` (an exact 99% interval of the median
+    needs 8), ``ceiling`` where the repetitions carry the variance."""
+    logs = [[np.log(np.asarray(r, float)) for r in side if len(r) >= 2] for side in sides]
+    logs = [side for side in logs if len(side) >= 2]
+    if not logs:
+        return ceiling
+    launches = [r for side in logs for r in side]
+    n = float(np.mean([len(r) for r in launches]))
+    within = float(np.mean([r.var(ddof=1) for r in launches]))
+    means = float(np.mean([np.var([r.mean() for r in side], ddof=1) for side in logs]))
+    between = means - within / n
+    rep_s = float(np.median(np.exp(np.concatenate(launches))))
+    if between <= 0 or rep_s <= 0:
+        return ceiling
+    best = math.sqrt(launch_s * within / (rep_s * between))
+    return int(min(max(math.ceil(best), floor), ceiling))

@@ -1,0 +1,105 @@
+"""Rounds until the data decide (dsbench/sequential.py): the error rate spent over the looks,
+A/A pairs judged at every look stay at or under 1% better/worse, a large change stops early,
+the rounds an inconclusive row would need, and Kalibera & Jones's repetitions per launch."""
+
+import math
+
+import numpy as np
+import pytest
+
+from dsbench import sequential
+from dsbench.stats import judge
+
+
+@pytest.mark.parametrize("kind", sequential.SPENDING)
+def test_the_looks_spend_alpha_and_no_more(kind):
+    looks = sequential.looks(12, alpha=0.01, kind=kind)
+    assert [x.rounds for x in looks] == list(range(3, 13))
+    assert sum(1 - x.level for x in looks) == pytest.approx(0.01)
+    assert all(0.99 <= x.level < 1 for x in looks)
+    if kind == "obrien-fleming":  # almost nothing early, most at the end
+        assert 1 - looks[0].level < 1e-4 < 1 - looks[-1].level
+    with pytest.raises(ValueError, match="spending must be one of pocock, obrien-fleming"):
+        sequential.spent(0.5, 0.01, "haybittle")
+
+
+def _launch(rng, sigma, shift=0.0, tails=None, n=8):
+    jump = rng.standard_t(tails) if tails else rng.normal()
+    return list(np.exp(shift + sigma * jump + rng.normal(0, 0.01, n)))
+
+
+def _sequential_ab(rng, seed, sigma, shift=0.0, tails=None, max_rounds=10):
+    """One A/B judged at every look until decided: (verdict, rounds a side)."""
+    base, cont = [], []
+    for look in sequential.looks(max_rounds):
+        while len(base) < look.rounds:
+            base.append(_launch(rng, sigma, 0.0, tails))
+            cont.append(_launch(rng, sigma, shift, tails))
+        v = judge(base, cont, direction="higher", level=look.level, seed=seed)
+        if v.change != "inconclusive":
+            return v.change, look.rounds
+    return "inconclusive", max_rounds
+
+
+@pytest.mark.parametrize(
+    ("sigma", "tails"),
+    [(0.015, None), (0.05, 3), (0.10, None)],
+    ids=["quiet-1.5%", "vm-5%-heavy-tails", "shared-10%"],
+)
+def test_aa_over_every_look_stays_at_or_under_one_percent(sigma, tails):
+    """300 A/A pairs, looks after 3..10 rounds a side, stopping at the first decided look: the
+    launch spreads of the development VM (1.5%), a shared VM with rare far-off launches (t(3)
+    at 5%) and a busy one (10%)."""
+    rng = np.random.default_rng(int(sigma * 1000) + (tails or 0))
+    got = [_sequential_ab(rng, i, sigma, tails=tails)[0] for i in range(300)]
+    assert got.count("better") + got.count("worse") <= 3, got
+
+
+def test_a_large_change_stops_early_and_a_small_one_is_never_called_worse():
+    rng = np.random.default_rng(5)
+    twenty = [_sequential_ab(rng, i, 0.03, shift=math.log(0.8)) for i in range(100)]
+    assert all(v == "worse" for v, _ in twenty)
+    assert np.median([k for _, k in twenty]) <= 4  # of up to 10 rounds a side
+    two = [_sequential_ab(rng, i, 0.03, shift=math.log(0.98))[0] for i in range(100)]
+    assert "worse" not in two and "better" not in two
+
+
+def _rounds(medians, n=8):
+    return [[m * (1 + 0.001 * (i - n / 2)) for i in range(n)] for m in medians]
+
+
+def test_rounds_to_decide_a_change_of_the_size_seen():
+    """Three rounds a side 10% apart with the launches 9% apart: inconclusive, and the rounds it
+    names would decide a change of that size at that spread in most A/Bs."""
+    base = _rounds([1.00, 1.12, 0.93])
+    cont = _rounds([0.85 * m for m in (0.95, 1.10, 0.93)])
+    assert judge(base, cont, direction="higher").change == "inconclusive"
+    k = sequential.rounds_to_decide(base, cont)
+    assert k is not None and 3 < k < 50
+    lb = np.log([1.00, 1.12, 0.93])
+    lc = np.log([0.85 * m for m in (0.95, 1.10, 0.93)])
+    s = math.sqrt((((lb - lb.mean()) ** 2).sum() + ((lc - lc.mean()) ** 2).sum()) / 4)
+    rng = np.random.default_rng(4)
+    ratio = math.exp(lc.mean() - lb.mean())
+    decided = sum(
+        judge(_rounds(np.exp(rng.normal(0, s, k))), _rounds(ratio * np.exp(rng.normal(0, s, k))),
+              direction="higher", seed=i).change == "worse"
+        for i in range(100)
+    )  # fmt: skip
+    assert decided >= 50
+    on_the_line = _rounds([1.05 * m for m in (1.00, 1.12, 0.93)])
+    assert sequential.rounds_to_decide(base, on_the_line) is None
+
+
+def test_repetitions_follow_where_the_variance_is():
+    """Launches far apart and repetitions alike: a few repetitions a launch; repetitions noisy
+    and launches alike: keep them all."""
+    rng = np.random.default_rng(2)
+
+    def side(between, within):
+        return [list(np.exp(rng.normal(0, between) + rng.normal(0, within, 50)) * 1e-3)
+                for _ in range(3)]  # fmt: skip
+
+    assert sequential.repetitions([side(0.1, 0.005), side(0.1, 0.005)], launch_s=5.0) == 8
+    assert sequential.repetitions([side(0.0, 0.2), side(0.0, 0.2)], launch_s=5.0) == 1000
+    assert sequential.repetitions([side(0.1, 0.005)[:1]], launch_s=5.0) == 1000  # no spread yet
