@@ -247,9 +247,8 @@ class UntilDecided:
         look = self.looks.get(k)
         if look is not None:
             self.level, self.look = look.level, k
-            docs = [ab.merge_launches(launches) for launches in per_side]
-            rows = compare.compare_rows(docs[0]["benchmarks"], docs[1]["benchmarks"],
-                                        self.args.factor, look.level)  # fmt: skip
+            b, c = ({r["id"]: r for r in ab.merge_launches(la)["benchmarks"]} for la in per_side)
+            rows = compare.compare_rows(b, c, self.args.factor, look.level)
             judged = [r for r in rows if r.comparable]
             open_ = [r for r in judged if r.change == "inconclusive"]
             print(f"dsbench ab: look {k} ({compare.pct(look.level)}): "
