@@ -263,7 +263,7 @@ def counts_text(counts: dict[str, int]) -> str:
 
 def reason_of(basis: str) -> str:
     """An inconclusive row's reason without its particulars (sample counts, suggestions)."""
-    return basis.split(" (", 1)[0].strip() or "no interval"
+    return basis.split(" (", 1)[0].split("; ", 1)[0].strip() or "no interval"
 
 
 def dominant_reason(rows: Iterable[compare.Row]) -> tuple[str, int, int] | None:
