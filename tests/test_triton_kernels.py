@@ -54,24 +54,21 @@ def test_interpreter_suite():
     skipped."""
     env = dict(os.environ, TRITON_INTERPRET="1")
     t0 = time.perf_counter()
-    child = [sys.executable, "-m", "pytest", str(CHECKS), "-q",
+    child = [sys.executable, "-m", "pytest", str(CHECKS), "-v", "--durations=5",
              "-p", "no:cacheprovider", "-o", "python_functions=check_*"]  # fmt: skip
-    collected = subprocess.run(
-        [*child, "--collect-only"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
-    )
-    checks = [line for line in collected.stdout.splitlines() if "::check_" in line]
-    proc = subprocess.run(
-        [*child, "--durations=5"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
-    )
+    proc = subprocess.run(child, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, (
         f"interpreter tests failed (exit {proc.returncode}):\n{out[-12000:]}"
     )
+    # -v lists every collected check with its outcome
+    checks = [line for line in proc.stdout.splitlines() if "::check_" in line and "%]" in line]
     summary = out.strip().splitlines()[-1]
     ran = re.fullmatch(r"=* ?(\d+) passed in .*", summary)
     assert checks and ran and int(ran[1]) == len(checks), (
         f"expected all {len(checks)} checks to run and pass, got: {summary}"
     )
+    assert all(" PASSED " in line for line in checks), checks
     print(f"interpreter suite: {summary} ({time.perf_counter() - t0:.0f}s)")
 
 
