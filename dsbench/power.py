@@ -133,6 +133,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--slowdowns", default="0.02,0.1,0.2", help="fractions, comma-separated")
     p.add_argument("--rounds", type=int, default=6, help="rounds a side of each A/B")
     p.add_argument("--out", type=Path, default=Path(ab.STATE_DIR) / "power")
+    p.add_argument(
+        "--until-decided",
+        metavar="MAX_TIME",
+        help="each A/B adds rounds until decided, up to --rounds a side or MAX_TIME (e.g. 20m)",
+    )
     args = p.parse_args(argv)
     try:
         fractions = [float(x) for x in args.slowdowns.split(",")]
@@ -143,25 +148,21 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     repo = make_commits(ab.checkout_root(), args.out, fractions)
     rows = []
+    extra = []
+    if args.until_decided:
+        extra = ["--until-decided", "--max-time", args.until_decided,
+                 "--max-rounds", str(args.rounds)]  # fmt: skip
     for frac in fractions:
-        rows.append(measure(repo, frac, args.rounds, args.out / branch(frac)))
+        row = measure(repo, frac, args.rounds, args.out / branch(frac), *extra)
+        row["interval"] = next((v for k, v in row.items() if k.endswith("% interval")), "")
+        rows.append(row)
         r = rows[-1]
         print(f"slowdown {frac:g}: x{float(r['ratio']):.3f} {r['change']} "
               f"({r['minutes']:.1f} min)", flush=True)  # fmt: skip
     (args.out / "power.json").write_text(json.dumps({"case": CASE, "rows": rows}, indent=1))
     from tabulate import tabulate
 
-    keys = (
-        "slowdown",
-        "rounds",
-        "baseline",
-        "contender",
-        "ratio",
-        "99% interval",
-        "change",
-        "basis",
-        "minutes",
-    )
+    keys = ("slowdown", "baseline", "contender", "ratio", "interval", "change", "basis", "minutes")
     print(tabulate([[r.get(k, "") for k in keys] for r in rows], headers=keys, floatfmt=".3g"))
     print(f"written: {args.out / 'power.json'}")
     return 0
