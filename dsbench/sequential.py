@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as _st
+from scipy import special as _sp
 
 from dsbench.stats import round_medians
 
@@ -49,8 +49,8 @@ def spent(t: float, alpha: float, kind: str = "pocock") -> float:
     if kind == "obrien-fleming":
         if t == 0:
             return 0.0
-        z = _st.norm.ppf(1 - alpha / 2)
-        return float(2 - 2 * _st.norm.cdf(z / math.sqrt(t)))
+        z = _sp.ndtri(1 - alpha / 2)
+        return float(2 - 2 * _sp.ndtr(z / math.sqrt(t)))
     raise ValueError(f"spending must be one of {', '.join(SPENDING)}, got {kind!r}")
 
 
@@ -95,7 +95,7 @@ def rounds_to_decide(
     if s == 0 or margin < 1e-3:
         return None
     for k in range(2, limit + 1):
-        if _st.t.ppf(1 - (1 - level) / 2, 2 * k - 2) * s * math.sqrt(2 / k) < margin:
+        if _sp.stdtrit(2 * k - 2, 1 - (1 - level) / 2) * s * math.sqrt(2 / k) < margin:
             return k
     return None
 

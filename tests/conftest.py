@@ -118,7 +118,8 @@ class PublishedSite:
 def fixture_site(tmp_path_factory) -> PublishedSite:
     """The fixture runs and the shipped claims, published once per session by
     ``python -X importtime -m dsbench publish`` in a fresh process: the site the publish tests
-    check (tests/test_publish.py), and what a real publish imports (tests/test_imports.py)."""
+    check, and what a real publish imports: every test that uses it is in tests/test_publish.py,
+    so that xdist (each file on one worker) publishes it once."""
     tmp = tmp_path_factory.mktemp("fixture-site")
     res = fixture_results(tmp / "results")
     out = tmp / "site"

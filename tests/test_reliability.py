@@ -139,6 +139,16 @@ def _children(pid: int) -> dict[int, str]:
     return out
 
 
+def _ranks(pid: int) -> list[int]:
+    """The ranks launcher ``pid`` runs: its forkserver's children ([Note: ranks forked from a
+    server] in dsbench/distributed.py), or its spawned children where there is no forkserver."""
+    children = _children(pid)
+    servers = [p for p, cmd in children.items() if "forkserver" in cmd]
+    if servers:
+        return sorted(r for server in servers for r in _children(server))
+    return sorted(p for p, cmd in children.items() if "spawn_main" in cmd)
+
+
 def _alive(pid: int) -> bool:
     try:
         return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
@@ -226,7 +236,7 @@ def test_a_benchmark_rank_killed_from_outside_is_named_with_its_case(tmp_path):
         lines.append(line)
         if line.startswith("[1/2]"):  # the first size is done, the ranks time the second
             break
-    ranks = [pid for pid, cmd in _children(proc.pid).items() if "spawn_main" in cmd]
+    ranks = _ranks(proc.pid)
     assert len(ranks) == 2, lines
     os.kill(ranks[-1], signal.SIGKILL)
     _, rest = proc.communicate(timeout=120)

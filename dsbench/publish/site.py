@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import shutil
 import sys
 import tempfile
@@ -35,6 +36,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +82,24 @@ def check_out(out: Path, results_root: Path) -> None:
 # --------------------------------------------------------------------------------------------
 # The builder
 # --------------------------------------------------------------------------------------------
+
+
+_DRAWN: dict[bytes, bytes] = {}
+"""The PNG of each chart drawn in this process, by what was drawn (:func:`_chart_key`): a chart
+drawn again from the same function and data (a hardware profile's roofline, in every publish of
+a process that publishes several sites) is copied, not drawn again."""
+_DRAWN_MAX = 64
+
+
+def _chart_key(draw: Callable[[Path], Path]) -> bytes | None:
+    """What a ``partial`` of a plotting function draws, as bytes (None: not known, draw it)."""
+    if not isinstance(draw, partial):
+        return None
+    func = draw.func
+    try:
+        return pickle.dumps((func.__module__, func.__qualname__, draw.args, draw.keywords))
+    except Exception:  # an argument that does not pickle: draw it each time
+        return None
 
 
 @dataclass
@@ -153,7 +173,16 @@ class Site:
         """Draw a chart into ``img/`` (named here) and return the markup showing it."""
         self.images += 1
         name = f"img/chart-{self.images:04d}.png"
-        draw(self.root / name)
+        path, key = self.root / name, _chart_key(draw)
+        if key in _DRAWN:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(_DRAWN[key])
+        else:
+            draw(path)
+            if key is not None:
+                _DRAWN[key] = path.read_bytes()
+                while len(_DRAWN) > _DRAWN_MAX:
+                    del _DRAWN[next(iter(_DRAWN))]
         cap = el("figcaption", caption) if caption is not None else ""
         return el("figure", void("img", src="../" * depth + name, alt=alt), cap)
 
