@@ -31,7 +31,8 @@ so a launch does not pay torch's import on every rank (about 1.3 s of CPU each).
 imports nothing else and never touches a device, so CUDA/ROCm start fresh in each rank. A forked
 rank would see the server's environment, working directory and import path from when it started;
 each rank takes the launcher's as they are at the launch instead (``_rank_main``), as a spawned
-process would. Where ``forkserver`` is not available, ranks are spawned.
+process would. Where ``forkserver`` is not available (or its socket's path would be too long), ranks
+are spawned.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ import queue
 import signal
 import socket
 import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Callable
@@ -59,7 +61,7 @@ SETTLE_S = 3.0
 JOIN_TIMEOUT_S = 120.0
 """How long a rank waits for its peers to join the process group, whatever the collective
 timeout ([Note: joining apart from the collective timeout])."""
-PRELOAD = ("torch", "torch.distributed", "torch._dynamo")
+PRELOAD = ("torch", "torch.distributed")
 """What the forkserver imports once for all the ranks it forks ([Note: ranks forked from a
 server])."""
 _DOING_BYTES = 128
@@ -238,7 +240,10 @@ def spawn_ranks(
 
 def _context():
     """multiprocessing's ``forkserver`` context preloading :data:`PRELOAD`, else ``spawn``."""
-    if "forkserver" not in mp.get_all_start_methods():
+    # the server listens on a socket under the temporary folder: a path past AF_UNIX's 107
+    # bytes (a deep $TMPDIR) cannot be one
+    socket_path = len(os.fsencode(tempfile.gettempdir())) + len("/pymp-xxxxxxxx/listener-xxxxxxxx")
+    if "forkserver" not in mp.get_all_start_methods() or socket_path > 107:
         return mp.get_context("spawn")
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(list(PRELOAD))
