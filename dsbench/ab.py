@@ -321,7 +321,11 @@ def side_environ(side: SideEnv, shim: Path) -> dict[str, str]:
     paths = [str(shim), *side.paths]
     if os.environ.get("PYTHONPATH"):
         paths.append(os.environ["PYTHONPATH"])
-    return dict(os.environ, PYTHONPATH=os.pathsep.join(paths), PYTHONNOUSERSITE="1")
+    # an A/B judges each side against the other, not against a ceiling: its launches divide by
+    # the cached calibration rather than time ceiling rows (unless the caller says otherwise)
+    ceilings = os.environ.get("DSBENCH_CEILINGS", "cached")
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(paths), PYTHONNOUSERSITE="1",
+                DSBENCH_CEILINGS=ceilings)  # fmt: skip
 
 
 def _probe(side: SideEnv, code: str) -> str:

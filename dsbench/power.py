@@ -1,13 +1,14 @@
 """The power of ``dsbench ab`` on this machine: how large a slowdown its verdicts catch here.
 
-Throwaway commits slow AdamW's step (``adamw[impl=torch,params=1000000]`` of the quick suite)
-by known fractions of its own time; each is measured against its parent in alternating rounds
-with ``dsbench ab``, and the verdicts are the result, not a pass or a fail: on a quiet machine
-(launches 1.5% apart) six rounds a side call a 10% slowdown worse, on a shared VM (7-12% apart)
-they may not, and the table says which. Run it with ``make bench-power`` (or
-``python -m dsbench.power --slowdowns 0.02,0.1,0.2 --rounds 6 --out DIR``); it writes
-``power.json`` (one entry per slowdown: compare's row, the minutes it took) and each A/B's two
-result files under ``DIR``.
+Throwaway commits slow a benchmark's step (``--target``: AdamW at 1M parameters of the quick
+suite, by default; every quick AdamW size; or the quick suite's 1024 GEMM) by known fractions of
+its own time (0: an A/A, two commits with the same code); each is measured against its parent
+in alternating rounds with ``dsbench ab``, and the verdicts are the result, not a pass or a
+fail: on a quiet machine (launches 1.5% apart) six rounds a side call a 10% slowdown worse, on a
+shared VM (7-12% apart) they may not, and the table says which. Run it with ``make bench-power`` (or
+``python -m dsbench.power --slowdowns 0,0.02,0.1 --target gemm --until-decided 10m --rounds 16
+--out DIR``); it writes ``power.json`` (one entry per slowdown and case: compare's row, the rounds
+a side and the minutes it took) and each A/B's two result files under ``DIR``.
 
 The commits are made in a throwaway clone of the checkout's HEAD: a first commit wraps AdamW's
 setup with a slowdown of fraction 0 (so both sides run the same wrapper), and one branch per
@@ -30,12 +31,20 @@ from pathlib import Path
 from dsbench import ab
 
 CASE = r"adamw\[impl=torch,params=1000000\]"
-HOOK = "dsbench/suites/optim.py"
+"""The one case of the counted test (and of ``--target adamw1m``)."""
+TARGETS = {
+    # name: (module holding the benchmark, its object, the quick suite's cases it filters)
+    "adamw": ("dsbench/suites/optim.py", "ADAMW", r"adamw\[impl=torch,"),
+    "adamw1m": ("dsbench/suites/optim.py", "ADAMW", CASE),
+    "gemm": ("dsbench/suites/gemm.py", "GEMM", r"gemm\[dtype=[a-z0-9]+,impl=torch,size=1024\]"),
+}
+"""What a slowdown can target: every torch AdamW size of the quick suite (1M, 4M, 16M), the 1M
+one alone, or the quick suite's 1024 x 1024 x 1024 GEMM."""
 FRACTION_LINE = "_POWER_FRACTION = {frac!r}"
 
 SLOWDOWN = """
 
-# Throwaway change for dsbench's power benchmark (dsbench/power.py): AdamW's step slowed by a
+# Throwaway change for dsbench's power benchmark (dsbench/power.py): {obj}'s step slowed by a
 # busy-wait of _POWER_FRACTION of its own time, or with _POWER_COUNTED its time counted on the
 # timing core's clock (a counter: 1 ms x (1 + fraction) per step, 0.1 us per clock read).
 _POWER_FRACTION = 0.0
@@ -77,7 +86,7 @@ def _power_slowed(setup):
     return wrapped
 
 
-object.__setattr__(ADAMW, "setup", _power_slowed(ADAMW.setup))
+object.__setattr__({obj}, "setup", _power_slowed({obj}.setup))
 """
 
 
@@ -90,33 +99,40 @@ def branch(frac: float) -> str:
     return f"slow-{frac:g}".replace(".", "_")
 
 
-def make_commits(source: Path, workdir: Path, fractions, *, counted: bool = False) -> Path:
-    """A clone of ``source``'s HEAD with the slowdown hook at fraction 0 committed on top, and a
-    branch per fraction (:func:`branch`) whose one commit sets that fraction."""
+def make_commits(
+    source: Path, workdir: Path, fractions, *, counted: bool = False, target: str = "adamw1m"
+) -> Path:
+    """A clone of ``source``'s HEAD with the slowdown hook on ``target``'s benchmark (see
+    :data:`TARGETS`) at fraction 0 committed on top, and a branch per fraction (:func:`branch`)
+    whose one commit sets that fraction. Fraction 0's branch is an A/A: two commits, one code."""
     repo = workdir / "repo"
     subprocess.run(["git", "clone", "--quiet", "--shared", str(source), str(repo)], check=True)
-    hook = repo / HOOK
-    hook.write_text(hook.read_text() + SLOWDOWN.format(counted=counted))
-    _git(repo, "commit", "-qam", "power: AdamW slowdown hook at fraction 0")
+    module, obj, _ = TARGETS[target]
+    hook = repo / module
+    hook.write_text(hook.read_text() + SLOWDOWN.format(counted=counted, obj=obj))
+    _git(repo, "commit", "-qam", f"power: {obj} slowdown hook at fraction 0")
     _git(repo, "branch", "power-base")
     base = hook.read_text()
     zero, line = FRACTION_LINE.format(frac=0.0), FRACTION_LINE.format
     for frac in fractions:
         _git(repo, "checkout", "-q", "-B", branch(frac), "power-base")
         hook.write_text(base.replace(zero, line(frac=frac)))
-        _git(repo, "commit", "-qam", f"power: AdamW slowed by {frac:g}")
+        _git(repo, "commit", "--allow-empty", "-qam", f"power: {obj} slowed by {frac:g}")
     return repo
 
 
-def measure(repo: Path, frac: float, rounds: int, out: Path, *extra: str) -> dict:
+def measure(
+    repo: Path, frac: float, rounds: int, out: Path, *extra: str, case: str = CASE
+) -> list[dict]:
     """``dsbench ab`` of the fraction's commit against its parent, run from the clone (its own
-    dsbench first on the import path), with ``extra`` arguments; compare's row for the case, as
-    CSV fields."""
+    dsbench first on the import path), over the quick suite's cases matching ``case``, with
+    ``extra`` arguments; compare's rows, as CSV fields, each with the rounds a side run and the
+    A/B's minutes."""
     side = ab.SideEnv("current", "current", sys.executable, repo)
     shim = ab.make_shim(repo, out / "shim")
     name = branch(frac)
     argv = [sys.executable, "-m", "dsbench", "ab", "--baseline", f"commit={name}~1",
-            "--contender", f"commit={name}", "--suite", "quick", "--filter", CASE,
+            "--contender", f"commit={name}", "--suite", "quick", "--filter", case,
             "--rounds", str(rounds), "--out", str(out / "results"), "--format", "csv",
             *extra]  # fmt: skip
     t0 = time.perf_counter()
@@ -124,13 +140,26 @@ def measure(repo: Path, frac: float, rounds: int, out: Path, *extra: str) -> dic
                           text=True, timeout=3600)  # fmt: skip
     if proc.returncode != 0:
         raise RuntimeError(f"dsbench ab for slowdown {frac:g} failed: {proc.stderr.strip()[-500:]}")
-    (row,) = csv.DictReader(io.StringIO(proc.stdout))
-    return {**row, "slowdown": frac, "rounds": rounds, "minutes": (time.perf_counter() - t0) / 60}
+    minutes = (time.perf_counter() - t0) / 60
+    (written, *_) = sorted((out / "results").rglob("*.json"))
+    ran = json.loads(written.read_text())["ab"]["rounds"]
+    return [{**row, "slowdown": frac, "rounds": ran, "minutes": minutes}
+            for row in csv.DictReader(io.StringIO(proc.stdout))]  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m dsbench.power", description=__doc__.split("\n")[0])
-    p.add_argument("--slowdowns", default="0.02,0.1,0.2", help="fractions, comma-separated")
+    p.add_argument(
+        "--slowdowns",
+        default="0.02,0.1,0.2",
+        help="fractions, comma-separated; 0 is an A/A (two commits, one code)",
+    )
+    p.add_argument(
+        "--target",
+        choices=sorted(TARGETS),
+        default="adamw1m",
+        help="the cases slowed: adamw (1M, 4M, 16M), adamw1m, gemm (1024)",
+    )
     p.add_argument("--rounds", type=int, default=6, help="rounds a side of each A/B")
     p.add_argument("--out", type=Path, default=Path(ab.STATE_DIR) / "power")
     p.add_argument(
@@ -146,23 +175,24 @@ def main(argv: list[str] | None = None) -> int:
     if args.rounds < 2 or any(not 0 <= f < 10 for f in fractions):
         p.error("--rounds must be at least 2 and every slowdown in [0, 10)")
     args.out.mkdir(parents=True, exist_ok=True)
-    repo = make_commits(ab.checkout_root(), args.out, fractions)
+    repo = make_commits(ab.checkout_root(), args.out, fractions, target=args.target)
     rows = []
     extra = []
     if args.until_decided:
         extra = ["--until-decided", "--max-time", args.until_decided,
                  "--max-rounds", str(args.rounds)]  # fmt: skip
+    case = TARGETS[args.target][2]
     for frac in fractions:
-        row = measure(repo, frac, args.rounds, args.out / branch(frac), *extra)
-        row["interval"] = next((v for k, v in row.items() if k.endswith("% interval")), "")
-        rows.append(row)
-        r = rows[-1]
-        print(f"slowdown {frac:g}: x{float(r['ratio']):.3f} {r['change']} "
-              f"({r['minutes']:.1f} min)", flush=True)  # fmt: skip
-    (args.out / "power.json").write_text(json.dumps({"case": CASE, "rows": rows}, indent=1))
+        for row in measure(repo, frac, args.rounds, args.out / branch(frac), *extra, case=case):
+            row["interval"] = next((v for k, v in row.items() if k.endswith("% interval")), "")
+            rows.append(row)
+            print(f"slowdown {frac:g}: {row['id']} x{float(row['ratio']):.3f} {row['change']} "
+                  f"({row['rounds']} rounds a side, {row['minutes']:.1f} min)",
+                  flush=True)  # fmt: skip
+    (args.out / "power.json").write_text(json.dumps({"case": case, "rows": rows}, indent=1))
     from tabulate import tabulate
 
-    keys = ("slowdown", "baseline", "contender", "ratio", "interval", "change", "basis", "minutes")
+    keys = ("slowdown", "id", "ratio", "interval", "change", "rounds", "minutes")
     print(tabulate([[r.get(k, "") for k in keys] for r in rows], headers=keys, floatfmt=".3g"))
     print(f"written: {args.out / 'power.json'}")
     return 0

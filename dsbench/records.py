@@ -259,6 +259,8 @@ class Peak(Record):
     measured: bool | Unset = UNSET  # a ceiling measured on the machine, not a datasheet's
     profile: str | Unset = UNSET  # the hardware profile's name
     na: str | Unset = UNSET  # why there is no figure
+    ci99: list[float] | Unset = UNSET  # a ceiling measured in the run: its 99% interval
+    row: str | Unset = UNSET  # ... and the ceiling row it comes from (dsbench.suites.ceilings)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True, repr=False)
@@ -274,6 +276,9 @@ class MetricValue(Record):
     over the launches)."""
     pct_of_peak: float | Unset | None = UNSET
     """``100 * value / peak.value`` for metrics with a peak; None where the profile has none."""
+    pct_ci99: list[float] | Unset = UNSET
+    """[low, high] of ``pct_of_peak`` against a ceiling measured in the same run, from both
+    medians' 99% intervals (absent for a datasheet's or a cached ceiling)."""
     peak: Peak | Unset | None = UNSET
 
     _NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"peak": ("one", Peak)}

@@ -67,8 +67,11 @@ def context_for(env: dict, suite: str, ranks: int | None = None) -> Context:
     )
 
 
-def profile_for(env: dict, ctx: Context, warn: Callable[[str], None] | None = None) -> Profile:
-    """The hardware profile the environment report matched, with measured ceilings filled in."""
+def profile_for(
+    env: dict, ctx: Context, warn: Callable[[str], None] | None = None, *, measure: bool = True
+) -> Profile:
+    """The hardware profile the environment report matched, with measured ceilings filled in
+    from the calibration cache (measured now when it has none, unless ``measure`` is False)."""
     from dsbench import hardware
 
     detected = env.get("profile") or {}
@@ -76,7 +79,7 @@ def profile_for(env: dict, ctx: Context, warn: Callable[[str], None] | None = No
         warn(detected["message"])
     if not detected.get("name"):
         raise UsageError(detected.get("message") or "no hardware profile matched this device")
-    return hardware.calibrate(hardware.get_profile(detected["name"]), ctx.device)
+    return hardware.calibrate(hardware.get_profile(detected["name"]), ctx.device, measure=measure)
 
 
 def plan(suite: str, ctx: Context, pattern: str | None = None) -> list[Planned]:
@@ -450,6 +453,31 @@ def run_distributed(
                     on_row(status_row(bench, params, "failed", str(exc)))
 
 
+CEILING_BUDGET_S = {"smoke": 0.3, "quick": 1.5, "full": 3.0, "training": 1.5, "inference": 1.5}
+"""Seconds each ceiling row (:mod:`dsbench.suites.ceilings`) is timed for, over all its slices."""
+CEILING_MODES = ("run", "cached")
+"""``run``: measure the ceilings the rows need as rows of the run (the default but for the smoke
+suite); ``cached``: divide by the cached calibration (``dsbench profiles --calibrate``)."""
+
+
+def ceiling_mode(suite: str, asked: str | None = None) -> str:
+    """``asked``, else ``$DSBENCH_CEILINGS`` (``dsbench ab`` sets ``cached``: its verdicts are
+    ratios of a side to the other, not shares of a peak), else ``run`` (``cached`` for smoke)."""
+    mode = asked or os.environ.get("DSBENCH_CEILINGS") or ("cached" if suite == "smoke" else "run")
+    if mode not in CEILING_MODES:
+        raise UsageError(f"ceilings '{mode}' is not one of {', '.join(CEILING_MODES)}")
+    return mode
+
+
+# [Note: ceilings in slices]
+# A share of peak is only as good as its ceiling, and a shared machine's ceiling moves within
+# the hour. So the ceiling rows a run's benchmarks need (dsbench.suites.ceilings.needed) are
+# timed in slices: one before each benchmark's cases and one after the last, each slice a
+# fresh setup with an equal share of the ceiling's budget, their samples pooled as the rounds
+# of an interleaved case are (dsbench.timing.merge). The ceiling's median then spans the run as
+# the benchmarks do, and its interval is that of the pooled samples.
+
+
 def run_suite(
     suite: str,
     ctx: Context,
@@ -458,8 +486,13 @@ def run_suite(
     pattern: str | None = None,
     config: TimingConfig | None = None,
     progress: Callable[[str, dict | None], None] | None = None,
-) -> list[dict]:
-    """Run every case of ``suite``; returns the rows in plan order."""
+    ceilings: str = "cached",
+) -> tuple[list[dict], Profile]:
+    """Run every case of ``suite``; returns the rows in plan order (then the ceiling rows when
+    ``ceilings == "run"``, see [Note: ceilings in slices]) and the profile their shares of peak
+    divide by (with this run's ceilings where it measured them)."""
+    from dsbench.suites import ceilings as ceil
+
     config = config or TIMING[suite]
     planned = plan(suite, ctx, pattern)
     rows: dict[str, Row] = {}
@@ -470,15 +503,56 @@ def run_suite(
         rows[typed.id] = typed
         progress(typed.id, row)
 
-    for bench in dict.fromkeys(p.bench for p in planned):
-        cases = [p.params for p in planned if p.bench is bench]
+    benches = list(dict.fromkeys(p.bench for p in planned))
+    kinds = [m.peak.format(**p.params) for p in planned for m in p.bench.metrics if m.peak]
+    needed = ceil.needed(kinds, profile, suite, ctx) if ceilings == "run" else []
+    slices = ceil.slices_for(len(benches))
+    slice_config = TimingConfig(
+        warmup_s=0.05,
+        min_warmup=2,
+        min_reps=max(2, 8 // slices + 1),
+        budget_s=CEILING_BUDGET_S.get(suite, 1.5) / slices,
+    )
+    parts: list[list[Measurement]] = [[] for _ in needed]
+    cases: dict[int, Case] = {}
+    ceiling_rows: dict[int, dict] = {}
+
+    def ceiling_slice() -> None:
+        for i, (bench, params) in enumerate(needed):
+            if i in ceiling_rows:
+                continue
+            progress(case_id(bench.name, params), None)
+            try:
+                case = bench.setup(params, ctx)
+                m, _ = _time_case(case, ctx, slice_config)
+                parts[i].append(m)
+                cases[i] = Case(fn=_released, work=case.work, notes=case.notes)
+            except Exception as exc:
+                ceiling_rows[i] = status_row(bench, params, "failed", _error_text(exc))
+            finally:
+                case = None
+                release_freed(ctx.device)
+
+    for bench in benches:
+        ceiling_slice()
+        cases_of = [p.params for p in planned if p.bench is bench]
         if bench.ranks_param:
-            run_distributed(bench, cases, ctx, profile, config, on_row)
+            run_distributed(bench, cases_of, ctx, profile, config, on_row)
         else:
-            for params in cases:
+            for params in cases_of:
                 progress(case_id(bench.name, params), None)
                 on_row(run_case(bench, params, ctx, profile, config))
-    return [rows[p.id].to_json() for p in planned if p.id in rows]
+    ceiling_slice()
+    for i, (bench, params) in enumerate(needed):
+        if i not in ceiling_rows:
+            ceiling_rows[i] = ok_row(bench, params, cases[i], merge(parts[i]), profile)
+    out = [rows[p.id] for p in planned if p.id in rows]
+    measured = [Row.from_json(ceiling_rows[i]) for i in range(len(needed))]
+    if measured:
+        found = ceil.ceilings_from(measured, len(parts[0]) if parts else slices)
+        profile = ceil.profile_with(profile, found)
+        out = ceil.apply(out, found, profile) + measured
+    return [r.to_json() for r in out], profile
 
 
 def new_run_doc(

@@ -61,6 +61,27 @@ def median_ci(samples: Sequence[float], level: float = 0.99) -> tuple[float, flo
     return float(x[k - 1]), float(x[n - k]), True
 
 
+def quantile_ci(
+    samples: Sequence[float], q: float, level: float = 0.99
+) -> tuple[float, float, float, bool]:
+    """The ``q`` quantile of ``samples`` (numpy's default interpolation) and its
+    distribution-free confidence interval from order statistics, as :func:`median_ci` builds the
+    median's (equal tails, B ~ Binomial(n, q)): (value, low, high, exact); the sample's range
+    where a tail has too few samples (``exact`` False)."""
+    x = np.sort(np.asarray(samples, dtype=float))
+    n = len(x)
+    if n == 0:
+        raise ValueError("no samples")
+    alpha = 1.0 - level
+    cdf = _sp.bdtr(np.arange(n + 1), n, q)  # P(B <= j), j = 0..n
+    k = int(np.count_nonzero(cdf[:n] <= alpha / 2))  # low = x_(k): P(B <= k-1) <= alpha/2
+    u = int(np.argmax(cdf >= 1 - alpha / 2))  # high = x_(u+1): P(B <= u) >= 1 - alpha/2
+    exact = k >= 1 and u < n
+    low = float(x[k - 1]) if k >= 1 else float(x[0])
+    high = float(x[min(u, n - 1)])
+    return float(np.quantile(x, q)), low, high, exact
+
+
 def summarize(samples: Sequence[float], level: float = 0.99) -> Summary:
     x = np.asarray(samples, dtype=float)
     q1, med, q3 = np.percentile(x, [25, 50, 75])

@@ -152,7 +152,7 @@ def test_an_ab_of_two_commits_calls_a_counted_slowdown_worse(tmp_path):
     repo = power.make_commits(ROOT, tmp_path, [0.2], counted=True)
     out = tmp_path / "twenty"
     out.mkdir()
-    row = power.measure(repo, 0.2, 2, out, "--until-decided", "--max-rounds", "5")
+    (row,) = power.measure(repo, 0.2, 2, out, "--until-decided", "--max-rounds", "5")
     assert row["change"] == "worse", row
     assert float(row["ratio"]) == pytest.approx(1 / 1.2, rel=1e-3), row
     written = sorted((out / "results").rglob("*.json"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,6 +29,11 @@ def add_device_argument(p: argparse.ArgumentParser) -> None:
         choices=["auto", "cpu", "cuda"],
         help="auto: the GPU if there is one (CUDA or ROCm), else the CPU",
     )
+
+
+def runner_ceiling_modes() -> tuple[str, ...]:
+    """``--ceilings`` choices (the runner imports torch; its constant is repeated here)."""
+    return ("run", "cached")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -65,6 +71,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="at most N timed repetitions a case (at least the suite's minimum); `dsbench ab "
         "--until-decided` sets it where launches, not repetitions, carry the variance",
     )
+    p.add_argument(
+        "--ceilings",
+        choices=runner_ceiling_modes(),
+        help="run: time the memory and matmul ceilings the rows need as rows of this run, "
+        "interleaved with the benchmarks, and divide by them (default, but for the smoke suite); "
+        "cached: divide by the cached calibration (dsbench profiles --calibrate); "
+        "default from $DSBENCH_CEILINGS",
+    )
     p.add_argument("--list", action="store_true", help="list the cases and exit")
     p.add_argument(
         "--no-compare", action="store_true", help="do not compare with the newest earlier run"
@@ -85,19 +99,33 @@ def _device(choice: str) -> str:
     return choice
 
 
+def _pct_cell(r: dict) -> str:
+    """% of peak: ``62.1%``; against this run's ceiling with its interval, ``62.1% (58.0-66.3)``;
+    for a ceiling row, the rate it stands for (its 90th percentile)."""
+    from dsbench.stats import quantile_ci
+    from dsbench.suites.ceilings import CEILING_QUANTILE, CEILINGS
+
+    if r["name"] in CEILINGS:
+        top = quantile_ci(r["samples"], CEILING_QUANTILE)[0] if r.get("samples") else math.nan
+        return f"ceiling: p{CEILING_QUANTILE * 100:.0f} {top:.4g}"
+    pct = r.get("pct_of_peak")
+    text = hardware.pct_text(pct, (r.get("peak") or {}).get("measured"))
+    ci = ((r.get("metrics") or {}).get(r.get("metric")) or {}).get("pct_ci99")
+    return f"{text} ({ci[0]:.1f}-{ci[1]:.1f})" if ci and pct is not None else text
+
+
 def summary_table(rows: list[dict]) -> str:
     table = []
     for r in rows:
         if r["status"] == "ok":
             s = r["stats"]
             half = (s["ci_high"] - s["ci_low"]) / 2
-            pct = r.get("pct_of_peak")
             table.append(
                 [
                     r["id"],
                     f"{r['value']:.4g} ± {half:.2g}",
                     f"{r['metric']} {r['unit']}",
-                    hardware.pct_text(pct, (r.get("peak") or {}).get("measured")),
+                    _pct_cell(r),
                     f"{r['timing']['summary']['median'] * 1e3:.4g}",
                     s["n"],
                     "ok",
@@ -182,7 +210,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.device == "auto" and device == "cpu":
         print("dsbench: no GPU visible to torch: running on the CPU", file=sys.stderr)
-    profile = runner.profile_for(env, ctx, warn=lambda m: print(f"dsbench: {m}", file=sys.stderr))
+    ceilings = runner.ceiling_mode(suite, args.ceilings)
+    profile = runner.profile_for(env, ctx, warn=lambda m: print(f"dsbench: {m}", file=sys.stderr),
+                                 measure=ceilings == "cached")  # fmt: skip
     started = datetime.now(UTC)
     update, bar = _progress(len(planned), not args.no_progress)
     finished: dict[str, dict] = {}
@@ -198,8 +228,14 @@ def run(args: argparse.Namespace) -> int:
             config = runner.TIMING["smoke" if args.quick else suite]
             if args.max_reps is not None:
                 config = dataclasses.replace(config, max_reps=max(args.max_reps, config.min_reps))
-            rows = runner.run_suite(
-                suite, ctx, profile, pattern=args.filter, config=config, progress=progress
+            rows, profile = runner.run_suite(
+                suite,
+                ctx,
+                profile,
+                pattern=args.filter,
+                config=config,
+                progress=progress,
+                ceilings=ceilings,
             )
     except KeyboardInterrupt as exc:  # SIGINT, or SIGTERM from a scheduler: keep what finished
         stopped = as_interrupted(exc)

@@ -391,6 +391,15 @@ def _measured_value(entry: Mapping[str, Any], figure: str, device: str) -> tuple
     return float(value), entry.get("methods", {}).get(method_key, key)
 
 
+def _age_text(date: str, today: datetime.date | None = None) -> str:
+    """How old a calibration of ``date`` (ISO) is: ``today``, ``1 day old``, ``12 days old``."""
+    try:
+        days = ((today or datetime.date.today()) - datetime.date.fromisoformat(date)).days
+    except (TypeError, ValueError):
+        return "of unknown age"
+    return "today" if days <= 0 else f"{days} day{'s' if days != 1 else ''} old"
+
+
 def calibrate(
     profile: Profile,
     device: str = "cpu",
@@ -412,13 +421,15 @@ def calibrate(
     if entry is None:
         return profile
     date = entry.get("date", "an unknown date")
+    age = _age_text(date)
     top: dict[str, Figure] = {}
     peaks = dict(profile.peak_tflops)
     for name in measured:
         old = profile.figures()[name]
         value, method = _measured_value(entry, name, device)
         source = (
-            f"measured on this machine on {date} by dsbench: {method}"
+            f"measured on this machine on {date} by dsbench ({age}; a cached calibration, "
+            f"a fallback where a run measures no ceilings of its own): {method}"
             if value is not None
             else f"not measured: {method}"
         )

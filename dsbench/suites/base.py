@@ -86,6 +86,14 @@ def gbps(name: str = "bandwidth", peak: str | None = "mem_bandwidth") -> Metric:
     )
 
 
+def tflops(name: str = "throughput", peak: str | None = "flops:{dtype}", description: str = "")\
+        -> Metric:  # fmt: skip
+    """TFLOP/s: the counted FLOPs per second, 1e12; ``peak`` its ceiling's kind."""
+    return Metric(name=name, unit="TFLOP/s", direction=HIGHER,
+                  value=lambda w, t: w.flops / t / 1e12, peak=peak,
+                  description=description or "FLOPs / time, 1 TFLOP = 1e12")  # fmt: skip
+
+
 DTYPE_BITS = {"float64": 64, "float32": 32, "float16": 16, "bfloat16": 16}
 """Bits per element of the dtypes the definitions use, so counting work needs no torch."""
 

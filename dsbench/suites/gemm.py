@@ -9,16 +9,15 @@ Inputs are random (never zeros: GPUs draw less power and clock higher on zeros).
 from __future__ import annotations
 
 from dsbench.kernels import registry
-from dsbench.records import HIGHER
 from dsbench.suites.base import (
     Benchmark,
     Case,
     Context,
-    Metric,
     Skip,
     Work,
     dtype_bits,
     impl_choices,
+    tflops,
     time_ms,
 )
 
@@ -88,14 +87,7 @@ GEMM = Benchmark(
     setup=_setup,
     work_of=_work,
     metrics=(
-        Metric(
-            name="throughput",
-            unit="TFLOP/s",
-            direction=HIGHER,
-            value=lambda w, t: w.flops / t / 1e12,
-            peak="flops:{dtype}",
-            description="2*M*N*K / time",
-        ),
+        tflops(description="2*M*N*K / time"),
         time_ms(),
     ),
 )

@@ -16,7 +16,7 @@ writes are not counted.
 from __future__ import annotations
 
 from dsbench.records import HIGHER, LOWER
-from dsbench.suites.base import Benchmark, Case, Context, Metric, Work, dtype_bits, time_ms
+from dsbench.suites.base import Benchmark, Case, Context, Metric, Work, dtype_bits, tflops, time_ms
 
 DECODE_WINDOW = 64
 
@@ -115,9 +115,7 @@ def _decode_setup(params: dict, ctx: Context) -> Case:
 
 
 def _tflops() -> Metric:
-    return Metric(name="tflops", unit="TFLOP/s", direction=HIGHER,
-                  value=lambda w, t: w.flops / t / 1e12, peak="flops:{dtype}",
-                  description="2·N·tokens / t")  # fmt: skip
+    return tflops("tflops", description="2·N·tokens / t")
 
 
 def _tokens_per_s() -> Metric:

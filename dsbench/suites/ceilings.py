@@ -1,0 +1,325 @@
+"""Ceilings measured side by side: the rows a suite run times, interleaved with its benchmarks,
+that its % of peak divides by.
+
+A ceiling measured once and cached is a ceiling of another hour: on a shared VM memory
+bandwidth moves by 2x with the neighbours' load, and a benchmark then shows 150% "of peak". So a
+run measures the ceilings its rows need as rows of its own (see [Note: ceilings in slices]):
+
+* ``stream[kernel=...]``: STREAM's copy (c = a) and triad (a = b + s*c) over arrays four times
+  the last-level cache (and at least 64 MiB; 1 GiB on GPUs), and two in-place kernels, without
+  the write-allocate traffic a CPU adds to every stored line that was not read first: an axpy
+  (a += s*b) and an addcmul (a += s*b*c, three reads to a write). AdamW reads four streams and
+  writes three in place, so it runs faster than copy or triad as STREAM counts them; the memory
+  ceiling is the best of the four (bytes read + written, as STREAM counts). ``link_bandwidth``
+  (gloo between local ranks moves data through host memory) is the bytes copy moves per second.
+* ``matmul[dtype=...,size=...]``: a sweep of square ``a @ b`` over the gemm benchmark's sizes,
+  random normal inputs rotated past the cache; the ceiling of a dtype is the best size.
+
+A ceiling is the best row's 90th percentile rate (:data:`CEILING_QUANTILE`), with its 99%
+interval; a share of peak carries the interval of the ratio (:func:`apply`). A benchmark whose
+share's interval lies wholly above 100% is a bug, not a record: its byte or FLOP count
+overstates the work, or its data stay in a cache; its row fails with both figures.
+
+These are not in :data:`dsbench.suites.BENCHMARKS`: no suite selects them, the runner adds the
+ones its rows need (:func:`needed`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from dsbench.suites.base import Benchmark, Case, Context, Work, gbps, tflops, time_ms
+
+if TYPE_CHECKING:
+    from dsbench.hardware import Profile
+    from dsbench.records import Row
+
+STREAM_KERNELS = ("copy", "triad", "axpy", "addcmul")
+STREAMS = {"copy": 2, "triad": 3, "axpy": 3, "addcmul": 4}
+"""Arrays read + written per element, as STREAM counts (no write-allocate)."""
+WHAT = {
+    "copy": "c.copy_(a)",
+    "triad": "torch.add(b, c, alpha=s, out=a)",
+    "axpy": "a.add_(b, alpha=s) (in place: no write-allocate)",
+    "addcmul": "a.addcmul_(b, c, value=s) (in place, three reads to a write)",
+}
+
+
+def stream_bytes(ctx: Context) -> int:
+    """Bytes of each array: four times the last-level cache, at least 64 MiB (1 GiB on GPUs),
+    a whole number of float32 elements."""
+    from dsbench.timing import cache_bytes
+
+    floor = 2**30 if ctx.gpu else 64 * 2**20
+    return max(floor, 4 * cache_bytes(ctx.torch_device)) // 4 * 4
+
+
+def _stream_grid(suite: str, ctx: Context) -> dict[str, list]:
+    return {"kernel": list(STREAM_KERNELS)}
+
+
+def _stream_work(params: dict, ctx: Context) -> Work:
+    return Work(bytes=float(STREAMS[params["kernel"]] * stream_bytes(ctx)))
+
+
+def _stream_setup(params: dict, ctx: Context) -> Case:
+    import torch
+
+    n = stream_bytes(ctx) // 4
+    kernel = params["kernel"]
+    a = torch.ones(n, device=ctx.torch_device)  # written, so every page is faulted in now
+    b = torch.ones(n, device=ctx.torch_device) if kernel != "copy" else None
+    c = torch.ones(n, device=ctx.torch_device) if kernel != "axpy" else None
+    fn = {
+        "copy": lambda: c.copy_(a),
+        "triad": lambda: torch.add(b, c, alpha=0.5, out=a),
+        "axpy": lambda: a.add_(b, alpha=1e-9),
+        "addcmul": lambda: a.addcmul_(b, c, value=1e-9),
+    }[kernel]
+    notes = {"what": WHAT[kernel], "array_bytes": n * 4}
+    return Case(fn=fn, work=_stream_work(params, ctx), notes=notes)
+
+
+STREAM = Benchmark(
+    name="stream",
+    description="memory bandwidth ceiling: STREAM copy and triad, a read-only sum and an "
+    "in-place axpy over arrays four times the last-level cache",
+    grid=_stream_grid,
+    setup=_stream_setup,
+    work_of=_stream_work,
+    metrics=(gbps("bandwidth", peak=None), time_ms()),
+    suites=(),
+)
+
+
+def matmul_sizes(suite: str, ctx: Context) -> list[int]:
+    """The gemm benchmark's sizes in ``suite`` (those of quick for smoke, training and
+    inference)."""
+    from dsbench.suites.gemm import _grid
+
+    return sorted(_grid(suite if suite == "full" else "quick", ctx)["size"])
+
+
+def _matmul_work(params: dict, ctx: Context) -> Work:
+    n = params["size"]
+    return Work(flops=2.0 * n**3)
+
+
+def _matmul_setup(params: dict, ctx: Context) -> Case:
+    import torch
+
+    from dsbench.suites.base import dtype_bits
+    from dsbench.timing import rotation_count
+
+    n, device = params["size"], ctx.torch_device
+    dtype = getattr(torch, params["dtype"])
+    g = torch.Generator(device=device).manual_seed(0)
+    sets = [
+        tuple(torch.randn(n, n, device=device, generator=g).to(dtype) for _ in range(2))
+        for _ in range(rotation_count(3 * n * n * dtype_bits(params["dtype"]) // 8, device))
+    ]
+    notes = {"what": f"torch.matmul, {n}x{n}x{n}, random normal inputs"}
+    return Case(fn=torch.matmul, args=sets, work=_matmul_work(params, ctx), notes=notes)
+
+
+def _matmul_grid(suite: str, ctx: Context) -> dict[str, list]:
+    return {"dtype": [], "size": matmul_sizes(suite, ctx)}  # dtypes: those rows need
+
+
+MATMUL = Benchmark(
+    name="matmul",
+    description="matmul ceiling: square torch.matmul over the gemm benchmark's sizes",
+    grid=_matmul_grid,
+    setup=_matmul_setup,
+    work_of=_matmul_work,
+    metrics=(
+        tflops(peak=None, description="2*n^3 / time"),
+        time_ms(),
+    ),
+    suites=(),
+)
+
+CEILINGS = {b.name: b for b in (STREAM, MATMUL)}
+
+
+# ---------------------------------------------------------------------------- which and where
+
+FIGURE_OF = {"mem_bandwidth": "memory_bandwidth_gbps", "link_bandwidth": "link_bandwidth_gbps"}
+
+
+def _dtype_of(kind: str) -> str | None:
+    return kind.removeprefix("flops:") if kind.startswith("flops:") else None
+
+
+def needed(kinds: Iterable[str], profile: Profile, suite: str, ctx: Context) -> list[tuple]:
+    """``(benchmark, params)`` of the ceiling rows that the peak kinds ``kinds`` need: those whose
+    profile figure is measured on the machine (a datasheet figure needs none)."""
+    out: list[tuple] = []
+    dtypes: list[str] = []
+    stream = False
+    for kind in dict.fromkeys(kinds):
+        try:
+            fig = profile.peak(kind)
+        except ValueError:
+            continue
+        if not fig.measured:
+            continue
+        dtype = _dtype_of(kind)
+        if dtype is None:
+            stream = True
+        elif dtype not in dtypes:
+            dtypes.append(dtype)
+    if stream:
+        out += [(STREAM, {"kernel": k}) for k in STREAM_KERNELS]
+    for dtype in dtypes:
+        out += [(MATMUL, {"dtype": dtype, "size": n}) for n in matmul_sizes(suite, ctx)]
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Ceiling:
+    """A ceiling this run measured: the best row's median and its 99% interval."""
+
+    value: float
+    low: float
+    high: float
+    row: str
+    source: str
+
+
+CEILING_QUANTILE = 0.9
+"""A ceiling is the rate its best row reaches in its best tenth of repetitions: the machine's
+best is what a benchmark's median may come near, and the median of a short kernel timed in
+slices can sit below a benchmark that reaches further (see [Note: a ceiling the benchmark cannot
+beat] in dsbench.hardware.ceilings)."""
+
+
+def ceilings_from(rows: Iterable[Row], slices: int) -> dict[str, Ceiling]:
+    """Peak kind -> this run's ceiling, from its ceiling rows (``mem_bandwidth``,
+    ``link_bandwidth``, ``flops:<dtype>``): the :data:`CEILING_QUANTILE` of the best row's rates,
+    with its 99% interval (:func:`dsbench.stats.quantile_ci`)."""
+    from dsbench.records import OK
+    from dsbench.stats import quantile_ci
+
+    top: dict[str, tuple[tuple, Row]] = {}
+    each: dict[str, list[str]] = {}
+    for row in rows:
+        if row.status != OK or row.name not in CEILINGS or not row.samples:
+            continue
+        q = quantile_ci(row.samples, CEILING_QUANTILE)
+        kind = "mem_bandwidth" if row.name == "stream" else f"flops:{row.params['dtype']}"
+        each.setdefault(kind, []).append(f"{row.id} {q[0]:.4g}")
+        if kind not in top or q[0] > top[kind][0][0]:
+            top[kind] = (q, row)
+        if row.name == "stream" and row.params["kernel"] == "copy":
+            top["link_bandwidth"] = (q, row)
+    pct = f"{CEILING_QUANTILE * 100:.0f}th percentile"
+    out = {}
+    for kind, ((value, low, high, _), row) in top.items():
+        scale = 0.5 if kind == "link_bandwidth" else 1.0  # bytes copied, not read + written
+        how = (
+            "half the bytes STREAM copy reads and writes per second (gloo between local ranks "
+            "moves data through host memory)"
+            if kind == "link_bandwidth"
+            else f"the best of the rows' {pct}s ({', '.join(each[kind])} {row.unit})"
+        )
+        source = (
+            f"measured in this run, interleaved with its benchmarks in {slices} slices: {how}; "
+            f"the {pct} of {len(row.samples)} repetitions of {row.id}, 99% interval "
+            f"{low * scale:.4g}-{high * scale:.4g} {row.unit}"
+        )
+        out[kind] = Ceiling(value * scale, low * scale, high * scale, row.id, source)
+    return out
+
+
+def profile_with(profile: Profile, ceilings: dict[str, Ceiling]) -> Profile:
+    """``profile`` with its measured figures replaced by this run's ceilings, where it has one."""
+    from dsbench.hardware.schema import DTYPE_PEAKS
+
+    top, peaks = {}, dict(profile.peak_tflops)
+    for kind, c in ceilings.items():
+        dtype = _dtype_of(kind)
+        name = FIGURE_OF.get(kind) if dtype is None else DTYPE_PEAKS.get(dtype, dtype)
+        old = getattr(profile, name) if dtype is None else peaks.get(name)
+        if old is None or not old.measured:
+            continue
+        new = dataclasses.replace(old, value=c.value, source=c.source)
+        if dtype is None:
+            top[name] = new
+        else:
+            peaks[name] = new
+    return dataclasses.replace(profile, **top, peak_tflops=peaks)
+
+
+def above_message(row: Row, metric: str, pct_low: float, c: Ceiling, kind: str) -> str:
+    """The failure of a row whose share of this run's ceiling lies wholly above 100%."""
+    m = row.metrics[metric]
+    why = (
+        "its byte count overstates the traffic, or its data stay in a cache"
+        if _dtype_of(kind) is None
+        else "its FLOP count overstates the work"
+    )
+    return (
+        f"{m.value:.4g} {m.unit} is above this run's {kind} ceiling {c.value:.4g} {m.unit} "
+        f"({c.row}; at least {pct_low:.1f}% of it at 99% confidence): a bug to explain: {why}"
+    )
+
+
+def apply(rows: list[Row], ceilings: dict[str, Ceiling], profile: Profile) -> list[Row]:
+    """Rows with every share of a measured peak against this run's ceiling, with its interval
+    (``pct_ci99``, from both medians' 99% intervals); a row whose share lies wholly above 100%
+    fails with both figures (:func:`above_message`)."""
+    from dsbench.records import OK, UNSET
+
+    out = []
+    for row in rows:
+        if row.status != OK or row.name in CEILINGS or not isinstance(row.metrics, dict):
+            out.append(row)
+            continue
+        metrics, failure = dict(row.metrics), None
+        for name, m in row.metrics.items():
+            peak = m.peak if not isinstance(m.peak, (type(None), str)) else None
+            kind = getattr(peak, "kind", None)
+            c = ceilings.get(kind) if isinstance(kind, str) else None
+            if c is None or not peak.measured or not m.value:
+                continue
+            lo, hi = (m.ci99 if isinstance(m.ci99, list) else [m.value, m.value])[:2]
+            pct = 100.0 * m.value / c.value
+            ci = [100.0 * min(lo, hi) / c.high, 100.0 * max(lo, hi) / c.low]
+            new_peak = dataclasses.replace(peak, value=c.value, source=c.source, na=UNSET,
+                                           ci99=[c.low, c.high], row=c.row)  # fmt: skip
+            metrics[name] = dataclasses.replace(m, pct_of_peak=pct, pct_ci99=ci, peak=new_peak)
+            if ci[0] > 100.0 and failure is None:
+                failure = above_message(row, name, ci[0], c, kind)
+        primary = metrics.get(row.metric) if isinstance(row.metric, str) else None
+        new = dataclasses.replace(row, metrics=metrics)
+        if primary is not None and primary.peak is not None and not isinstance(primary.peak, str):
+            new = dataclasses.replace(new, pct_of_peak=primary.pct_of_peak, peak=primary.peak)
+        if failure is not None:
+            new = dataclasses.replace(new, status="failed", error=failure)
+        out.append(new)
+    return out
+
+
+def slice_budget(total_s: float, slices: int) -> float:
+    """Seconds each slice of a ceiling row is timed for."""
+    return total_s / max(1, slices)
+
+
+def slices_for(groups: int) -> int:
+    """Slices of the ceiling rows: before each group of benchmarks and after the last."""
+    return max(2, groups + 1)
+
+
+__all__ = [
+    "CEILINGS",
+    "MATMUL",
+    "STREAM",
+    "Ceiling",
+    "apply",
+    "ceilings_from",
+    "needed",
+    "profile_with",
+]
