@@ -128,6 +128,7 @@ def measure(
     dsbench first on the import path), over the quick suite's cases matching ``case``, with
     ``extra`` arguments; compare's rows, as CSV fields, each with the rounds a side run and the
     A/B's minutes."""
+    out = out.resolve()
     side = ab.SideEnv("current", "current", sys.executable, repo)
     shim = ab.make_shim(repo, out / "shim")
     name = branch(frac)
@@ -136,7 +137,7 @@ def measure(
             "--rounds", str(rounds), "--out", str(out / "results"), "--format", "csv",
             *extra]  # fmt: skip
     t0 = time.perf_counter()
-    proc = subprocess.run(argv, cwd=out, env=ab.side_environ(side, shim), capture_output=True,
+    proc = subprocess.run(argv, cwd=repo, env=ab.side_environ(side, shim), capture_output=True,
                           text=True, timeout=3600)  # fmt: skip
     if proc.returncode != 0:
         raise RuntimeError(f"dsbench ab for slowdown {frac:g} failed: {proc.stderr.strip()[-500:]}")
@@ -174,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--slowdowns takes fractions such as 0.02,0.1 (got {args.slowdowns!r})")
     if args.rounds < 2 or any(not 0 <= f < 10 for f in fractions):
         p.error("--rounds must be at least 2 and every slowdown in [0, 10)")
+    args.out = args.out.resolve()
     args.out.mkdir(parents=True, exist_ok=True)
     repo = make_commits(ab.checkout_root(), args.out, fractions, target=args.target)
     rows = []
