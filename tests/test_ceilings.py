@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from dsbench import ab, runner, suites
+from dsbench import ab, results, runner, suites
 from dsbench.cli import main
 from dsbench.cli.run import runner_ceiling_modes
 from dsbench.errors import UsageError
 from dsbench.hardware.ceilings import _age_text
+from dsbench.publish.runs import peak_notes, rows_table
 from dsbench.stats import quantile_ci
 from dsbench.suites.base import Benchmark, Case, Work, gbps
 from dsbench.suites.ceilings import CEILING_QUANTILE, CEILINGS, STREAM_KERNELS
@@ -82,6 +83,11 @@ def test_a_run_divides_by_its_own_ceilings_and_fails_a_row_above_them(planted, t
     assert good["pct_of_peak"] == pytest.approx(100 * good["value"] / ceiling)
     assert c_low <= ceiling <= c_high
     assert good["peak"]["row"] == best["id"] and good["peak"]["ci99"] == [c_low, c_high]
+    # the run's page: the share with its interval, and what it is a share of
+    run = results.read_run(path)
+    page = str(rows_table(run)) + "".join(map(str, peak_notes(run)))
+    assert f"({low:.1f}-{high:.1f})" in page
+    assert "% of peak is against ceilings measured in this run" in page
     assert metric["peak"]["value"] == ceiling
 
 

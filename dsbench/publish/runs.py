@@ -32,7 +32,7 @@ from dsbench.publish.html import (
     render_value,
     table,
 )
-from dsbench.records import Peak, value_or
+from dsbench.records import Peak, Row, value_or
 from dsbench.results import Run
 
 if TYPE_CHECKING:
@@ -149,13 +149,24 @@ def peak_notes(run: Run) -> list[Html]:
     100% (the shares themselves are flagged in the table)."""
     rows = [r for r in run.rows.values() if peak_share(r)]
     out: list[Html] = []
-    if any(peak_measured(r) for r in rows):
+    if any(isinstance(r.peak, Peak) and value_or(r.peak.row) for r in rows):
         out.append(
             el(
                 "p",
-                "% of peak on this machine is against ceilings dsbench measured here (its "
-                "calibration: the best of several kernels and sizes), not a datasheet; each "
-                "share's tooltip names its peak's source.",
+                "% of peak is against ceilings measured in this run, interleaved with its "
+                "benchmarks (the stream and matmul rows: the best row's 90th percentile rate), "
+                "not a datasheet; the range after a share is its 99% interval, from both "
+                "intervals; each share's tooltip names its ceiling.",
+                cls="note",
+            )
+        )
+    elif any(peak_measured(r) for r in rows):
+        out.append(
+            el(
+                "p",
+                "% of peak on this machine is against ceilings dsbench measured here (its cached "
+                "calibration, dated in each share's tooltip: the best of several kernels and "
+                "sizes), not a datasheet and not this run's.",
                 cls="note",
             )
         )
@@ -176,14 +187,25 @@ def peak_notes(run: Run) -> list[Html]:
     return out
 
 
+def share_interval(row: Row, metric: str) -> list[float] | None:
+    """The 99% interval of a share of a ceiling measured in the same run, if it has one."""
+    m = (row.metrics or {}).get(metric) if isinstance(row.metrics, dict) else None
+    ci = value_or(m.pct_ci99) if m is not None else None
+    return ci if isinstance(ci, list) and len(ci) == 2 else None
+
+
 def rows_table(run: Run) -> Html:
     rows, classes = [], []
     for row in run.rows.values():
         share = peak_share(row)
         source = value_or(row.peak.source, "") if isinstance(row.peak, Peak) else ""
-        share_cell = (
+        share_cell: Any = (
             share_html(share[0], peak_measured(row), f"{share[1]}: {source}") if share else "-"
         )
+        interval = share_interval(row, share[1]) if share else None
+        if interval:
+            span = el("span", f" ({interval[0]:.1f}-{interval[1]:.1f})", cls="muted")
+            share_cell = join([share_cell, span])
         lo, hi = ci(row)
         if row.ok:
             detail: Any = render_value(row.notes) if row.notes else ""
