@@ -7,7 +7,7 @@ y = x W^T + b with x [..., K], W [N, K]:
 Each product goes through the registry's ``gemm``, so a Triton or CUDA GEMM serves training
 without the model knowing which one it got.
 
-Note [weight gradients in place]
+[Note: weight gradients in place]
 An engine that keeps every gradient in a buffer of its own (ZeRO's flat gradients,
 ``dsbench.zero``) may give a weight a ``grad_sink``: a callable ``sink(a, b, gemm)`` that adds the
 weight-gradient product ``a @ b`` into the weight's place in that buffer and returns what backward
@@ -37,7 +37,7 @@ class _GemmLinear(torch.autograd.Function):
             y = y + bias
         ctx.save_for_backward(x2, weight)
         ctx.gemm, ctx.has_bias, ctx.x_shape = gemm, bias is not None, x.shape
-        ctx.grad_sink = getattr(weight, "grad_sink", None)  # Note [weight gradients in place]
+        ctx.grad_sink = getattr(weight, "grad_sink", None)  # [Note: weight gradients in place]
         return y.reshape(*x.shape[:-1], weight.shape[0])
 
     @staticmethod

@@ -30,7 +30,7 @@ Algorithms, with n ranks, S the bytes of the full (gathered / unreduced) tensor:
 The sums: fp32 in one pass of ``shm_sum`` (C, compiled at first use; torch passes where no
 compiler is, with the same bits), into which a reduce-scatter's caller may fuse what it does
 with the output next: divide it by the world size, add it to what the output holds, take its
-square-sum (``divide_by``, ``accumulate``, ``sq``: the ZeRO engine's landing, Note [landing in
+square-sum (``divide_by``, ``accumulate``, ``sq``: the ZeRO engine's landing, [Note: landing in
 the reduction] in ``dsbench/zero/engine.py``).
 
 Precision: fp32 sums in fp32. fp16/bf16 segments are summed in fp32 and rounded once (like the

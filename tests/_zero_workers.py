@@ -16,7 +16,7 @@ IN, HID, OUT = 12, 37, 5  # odd sizes: buckets and shards do not divide evenly
 
 def make_model(seed: int = 0, layers: str = "torch") -> nn.Module:
     """``layers``: "torch" (nn.Linear), "gemm" (kernels.autograd.Linear, whose weight gradients
-    the engine writes in place: Note [weight gradients in place]) or "gemm-shared" (those, and
+    the engine writes in place: [Note: weight gradients in place]) or "gemm-shared" (those, and
     loss_fn uses both weights a second time)."""
     torch.manual_seed(seed)
     lin = nn.Linear if layers == "torch" else autograd.Linear
@@ -221,7 +221,7 @@ def overflow(payload, *, device, send):
 
 
 def large_collectives_bits(payload, *, device, send):
-    """Note [gloo's large collectives]'s reduce-scatter and all-gather against gloo's own, on
+    """[Note: gloo's large collectives]'s reduce-scatter and all-gather against gloo's own, on
     the same inputs (every dtype the engine reduces in); rank 0 sends, per dtype, whether each
     gave the same bits."""
     from dsbench.zero.comm import _allgather_by_broadcast, _reduce_scatter_by_alltoall
@@ -243,7 +243,7 @@ def large_collectives_bits(payload, *, device, send):
 
 
 def inline_phases(payload, *, device, send):
-    """Note [collectives on the calling thread]: with shm collectives on one-thread ranks each
+    """[Note: collectives on the calling thread]: with shm collectives on one-thread ranks each
     reduce-scatter runs at submission, and its whole time must count as blocked time
     ("reduce_wait") in the engine's phases. Every reduce-scatter is slowed by ``delay_s`` here;
     sends ``{"inline", "reduce_wait", "reductions"}`` from one step of stage 2 (2 micro-steps)."""

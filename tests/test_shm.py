@@ -90,7 +90,7 @@ def test_zero_copy_buffers_give_the_copying_paths_bits(world):
 
 @pytest.mark.parametrize("world", [2, 3])
 def test_reduce_scatter_with_a_fused_landing(world):
-    """The engine's landing fused into the sum (Note [landing in the reduction]): divided by
+    """The engine's landing fused into the sum ([Note: landing in the reduction]): divided by
     the world size and written into, or added to, the output, with its square-sum."""
     got = _every_rank("landing", world)
     failures = [f for rank in sorted(got) for f in got[rank]["failures"]]

@@ -60,7 +60,7 @@ def test_floor_overwrites_each_steps_first_gradients_and_accumulates_the_rest():
 
 
 def test_floor_is_the_sequence_of_its_parts(monkeypatch):
-    """Note [the floor is a step]: forward and backward then AdamW, timed as one sequence per
+    """[Note: the floor is a step]: forward and backward then AdamW, timed as one sequence per
     repetition (the floor is the sequence's median, each part's median reported beside it); the
     back-to-back AdamW is reported too, and does not enter the floor."""
     clock = iter(range(10_000))
@@ -113,7 +113,7 @@ class _FakeEngine:
 
 
 def test_phases_are_medians_over_recorded_steps_after_an_unrecorded_one(monkeypatch):
-    """Note [a typical step's phases]: the first step (cold after the floor) is not recorded,
+    """[Note: a typical step's phases]: the first step (cold after the floor) is not recorded,
     and a slow recorded step does not move the phases; blocked time and the optimizer come out
     of the call that contains them."""
     now = [0.0]

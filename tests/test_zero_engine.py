@@ -109,7 +109,7 @@ def _sets(world: int) -> dict[str, tuple[list[ZeroSettings], dict]]:
         "shm": (SHM_CASES, {}),
         "threaded": (SHM_CASES, {"comm_thread": True}),  # as on ranks with cores to spare
         "plain": (SHM_FP32, {"landing": False}),  # landed in torch passes after the collective
-        # Note [gloo's large collectives] at every size
+        # gloo's large collectives at every size (see [Note: gloo's large collectives])
         "large": (LARGE_CASES, {"env": {"DSBENCH_GLOO_LARGE_BYTES": "0"}}),
     }
     if world == 3:
@@ -223,13 +223,13 @@ def test_fp16_with_dynamic_loss_scaling(two_ranks, index):
 def test_shm_zero_copy_matches_single_process_adamw(spawned, world):
     """With shm collectives, stages 1-2 keep their parameters in one buffer every rank maps and
     their gradients where the reduce-scatter reads them (kernels/shm.py, "Zero-copy buffers"),
-    stage 3 its units (Note [stage-3 resident]): the same results as single-process AdamW, and
+    stage 3 its units ([Note: stage-3 resident]): the same results as single-process AdamW, and
     the zero-copy layout was really used."""
     got, threaded = spawned(world)["shm"], spawned(world)["threaded"]
     for index, case in enumerate(SHM_CASES):
         result = got[index]
         # one thread per rank (as many ranks as cores): each collective on the calling thread
-        # (Note [collectives on the calling thread]); on the worker: the same bits
+        # ([Note: collectives on the calling thread]); on the worker: the same bits
         assert result["inline"] == (result["threads"] == 1), index
         assert not threaded[index]["inline"], index
         assert all(torch.equal(v, threaded[index]["state"][k]) for k, v in result["state"].items())
@@ -240,7 +240,7 @@ def test_shm_zero_copy_matches_single_process_adamw(spawned, world):
 
 @pytest.mark.parametrize("world", [2, 3])
 def test_landing_in_the_reduction_gives_the_same_bits(spawned, world):
-    """Note [landing in the reduction] (dsbench/zero/engine.py): with shm the reduce-scatter
+    """[Note: landing in the reduction] (dsbench/zero/engine.py): with shm the reduce-scatter
     divides and adds the reduced gradient into the fp32 shard itself, and at the boundary takes
     its square-sum for the norm; the same weights, bit for bit, as landing it in torch passes
     after the collective, on stages 1-3 with accumulation, clipping, and overlap on and off."""
@@ -256,7 +256,7 @@ def test_landing_in_the_reduction_gives_the_same_bits(spawned, world):
 
 @pytest.mark.parametrize("world", [2, 3])
 def test_gloo_large_collectives_match_single_process_adamw(spawned, world):
-    """Note [gloo's large collectives] (dsbench/zero/comm.py) at every size
+    """[Note: gloo's large collectives] (dsbench/zero/comm.py) at every size
     (``DSBENCH_GLOO_LARGE_BYTES=0`` while these engines are made): reduce-scatters as
     all_to_alls, all-gathers as broadcasts, every stage, with and without overlap,
     accumulation and clipping; 3 ranks shard unevenly and sum in another order."""
@@ -305,11 +305,11 @@ def test_parameters_without_gradients_in_some_micro_steps(spawned):
 
 
 def test_weight_gradients_in_place_give_autograds_bits(spawned):
-    """Note [weight gradients in place] (kernels/autograd.py): with GEMM-backed linear layers
+    """[Note: weight gradients in place] (kernels/autograd.py): with GEMM-backed linear layers
     the engine's gradient slots take the weight-gradient product directly (written into a
     stale slot, added into an accumulating one); the same bits as the product added by
     autograd, on every stage with a flat gradient buffer, and at stage 3 with shm, whose units
-    stage their gradients in pooled buffers (Note [stage-3 staged gradients]); with and without
+    stage their gradients in pooled buffers ([Note: stage-3 staged gradients]); with and without
     overlap, gloo and shm, three micro-steps with the LayerNorm left out of some (stale slots
     that nothing overwrites), fp32 and bf16. Both match single-process AdamW."""
     fused, plain = spawned(2)["gemm"], spawned(2)["gemm_autograd"]
@@ -344,7 +344,7 @@ def test_fp16_overflow_skips_steps_and_lowers_the_scale(spawned):
 
 
 def test_collectives_on_the_calling_thread_count_as_blocked_time(spawned):
-    """Note [collectives on the calling thread]: a reduce-scatter run at submission is blocked
+    """[Note: collectives on the calling thread]: a reduce-scatter run at submission is blocked
     time, in the phase breakdown's "reduce_wait" as its wait would be (each slowed by 50 ms)."""
     got = spawned(2)["inline_phases"]
     assert len(got) == 2  # every rank's

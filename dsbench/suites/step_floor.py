@@ -6,7 +6,7 @@
   ``_plain_model``), then one AdamW step over the fp32 shard it owns (all parameters at stage
   0, 1/world of them at stages 1-3), with the same AdamW implementation the case's engine runs;
   timed as one sequence per repetition, so each part meets the caches the other leaves, as in
-  a step (Note [the floor is a step]). Measured on the rank itself, so with the rank's thread
+  a step ([Note: the floor is a step]). Measured on the rank itself, so with the rank's thread
   count and beside the other ranks doing the same, after the timed steps (it does not touch
   their memory figures). Batches are drawn before the clock starts, so the floor is if anything
   low. ``step_efficiency = floor / step``.
@@ -17,10 +17,10 @@
   global gradient norm, clipping, copies). dsbench's engine reports its waits itself
   (``ZeroEngine.phase_seconds``); DeepSpeed's does not, so its reductions stay inside backward
   and its all-gather inside "other", and the row says so. Each phase is its median over the
-  recorded steps (Note [a typical step's phases]). On GPUs each phase is bracketed by device
+  recorded steps ([Note: a typical step's phases]). On GPUs each phase is bracketed by device
   synchronisations, so device work is counted where it is waited for.
 
-Note [a typical step's phases]
+[Note: a typical step's phases]
 ------------------------------
 The phases explain the timed step, so they should add up to it. Taken as the mean of the first
 three steps after the floor, they did not: in eight launches of the training suite on the
@@ -69,7 +69,7 @@ def _timed_sequence(
     return statistics.median(totals), [statistics.median(t) for t in each]
 
 
-# Note [the floor is a step]
+# [Note: the floor is a step]
 # The floor first timed its forward and backward, then AdamW over the shard, each repeated back
 # to back. AdamW back to back finds its 4 x 8.5 MiB of state (seed MLP, 2 ranks) in cache, as
 # no step does: a step's forward and backward come between two of its AdamW steps. On the
@@ -97,7 +97,7 @@ def measure_floor(
     reps: int = 15,
 ) -> dict:
     """This rank's compute-only floor in seconds: ``{"floor_s", "floor_ms": {...}}``, the
-    median of the sequence and of its parts over ``reps`` repetitions (Note [the floor is a
+    median of the sequence and of its parts over ``reps`` repetitions ([Note: the floor is a
     step]; 15 take about 0.2 s for the seed MLP, and its median moved by up to 2 ms between the
     cases of one launch with 5)."""
     p, g, m, v = (torch.zeros(owned, device=device) for _ in range(4))
@@ -124,7 +124,7 @@ def measure_floor(
 @contextlib.contextmanager
 def _plain_model(preset, batches, *, dtype, device: str):
     """The micro-batches' forward and backward on a plain copy of the model (a function to
-    call), its gradients kept as dsbench's engine keeps them (Note [gradients overwrite stale
+    call), its gradients kept as dsbench's engine keeps them ([Note: gradients overwrite stale
     slots] in :mod:`dsbench.zero.engine`): one flat buffer allocated once, each parameter's
     slice a ``GradSlot`` that a step's first gradient overwrites and later ones add to,
     GEMM-backed layers writing their weight gradients there directly. So the floor allocates no
@@ -185,7 +185,7 @@ def phase_breakdown(
     warmup: int = 1,
 ) -> dict:
     """Milliseconds per phase of one step of ``engine``: each phase's median over ``steps``
-    steps, after ``warmup`` unrecorded ones (Note [a typical step's phases])."""
+    steps, after ``warmup`` unrecorded ones ([Note: a typical step's phases])."""
     gpu = device.startswith("cuda")
     waits = getattr(engine, "phase_seconds", "absent")
     own = waits != "absent"  # dsbench's engine reports its waits

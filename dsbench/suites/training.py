@@ -26,7 +26,7 @@ Rows, per model and stage (parameters ``engine``, ``comm``, ``kernels``):
   which calls the same torch.distributed functions (the shared-memory op DeepSpeed builds at
   start-up on CPUs serves only its inference all-reduce, not ZeRO training). Each engine picks
   which collectives it calls: on gloo, dsbench's runs a reduce-scatter or all-gather of 8 MiB or
-  more as all_to_all or broadcasts, gloo's faster calls for those sizes (Note [gloo's large
+  more as all_to_all or broadcasts, gloo's faster calls for those sizes ([Note: gloo's large
   collectives] in ``dsbench/zero/comm.py``; the row's ``notes.large_collectives`` says so),
   and it sends nothing point-to-point.
 - ``engine=dsbench, comm=shm`` (CPUs only): dsbench's engine on dsbench's one-host shared-memory
@@ -261,7 +261,7 @@ def dsbench_notes(engine) -> dict:
     else:
         optimizer["runs"] = adamw.description
     notes = {"kernels": used, "collectives": text, "optimizer": optimizer}
-    if algorithms := engine.comm.algorithms():  # Note [gloo's large collectives]
+    if algorithms := engine.comm.algorithms():  # [Note: gloo's large collectives]
         notes["large_collectives"] = algorithms
     return notes
 

@@ -28,7 +28,7 @@ class Bucket:
         self.lo = rank * self.owned if sharded else 0
         self.start = 0  # stages 0-2: where the run begins in the engine's flat buffers
         # the parameters' places in the flat gradient buffer (stages 0-2), or in a stage-3
-        # unit's staged gradients (Note [stage-3 staged gradients]); empty: neither
+        # unit's staged gradients ([Note: stage-3 staged gradients]); empty: neither
         self.slots: list[GradSlot] = []
         # backward: gradients that arrived, and whether the bucket was reduced (late hooks of
         # this backward are then ignored); both reset at the end of each backward
@@ -42,7 +42,7 @@ class Bucket:
         # the next reduction writes it instead of adding to it
         self.grad_empty = True
         # the owned gradient's fp64 square-sum, written by its last reduction of this
-        # accumulation when that fused it (Note [landing in the reduction]); None: it did not
+        # accumulation when that fused it ([Note: landing in the reduction]); None: it did not
         self.sq: torch.Tensor | None = None
         self.exp_avg: torch.Tensor | None = None
         self.exp_avg_sq: torch.Tensor | None = None
@@ -85,12 +85,12 @@ class GradSlot:
 
     Outside backward the parameter's ``grad`` is ``view``, or None while the slot is *stale*:
     its gradient was reduced (stages 2-3, every micro-step) or stepped (stages 0-1), and the next
-    one overwrites it instead of adding to it, so nothing zeroes the buffer (what that saves:
-    Note [gradients overwrite stale slots] in :mod:`dsbench.zero.engine`). A stale slot's
+    one overwrites it instead of adding to it, so nothing zeroes the buffer (what that saves: see
+    :mod:`dsbench.zero.engine`, [Note: gradients overwrite stale slots]). A stale slot's
     parameter has no ``grad``, so autograd hands its next gradient over without adding it
     anywhere, and :meth:`landed` copies it in.
 
-    It is also the weight's ``grad_sink`` (Note [weight gradients in place] in
+    It is also the weight's ``grad_sink`` ([Note: weight gradients in place] in
     ``kernels/autograd.py``): the weight-gradient GEMM of a backward's first use of the weight
     writes into ``view`` directly (``torch.mm(out=)`` when stale, ``addmm_`` otherwise, for
     torch's GEMM on CPUs; else the product, copied or added), then the slot clears ``grad`` and
@@ -104,12 +104,12 @@ class GradSlot:
     def __init__(self, param: nn.Parameter, view: torch.Tensor | None):
         self.param = param
         # shaped like the parameter; None: no place now (a stage-3 unit's slots have one only
-        # from its backward to its reduction, Note [stage-3 staged gradients]), and the
+        # from its backward to its reduction, [Note: stage-3 staged gradients]), and the
         # parameter's gradient goes through autograd as without a slot
         self.view = view
         self.stale = False
         self.written = False  # a weight-gradient GEMM wrote into view during this backward
-        param.grad_sink = self  # Note [weight gradients in place] (kernels/autograd.py)
+        param.grad_sink = self  # [Note: weight gradients in place] (kernels/autograd.py)
 
     def __call__(self, a: torch.Tensor, b: torch.Tensor, gemm) -> torch.Tensor:
         """The weight's gradient ``a @ b`` from a linear layer's backward (see class)."""
@@ -165,4 +165,4 @@ class Reduction:
     add: bool  # add into the owned fp32 gradient (a later micro-step, stage >= 2), not write it
     fresh: bool  # ``out`` is a buffer of its own (may be scaled in place)
     clear_slots: bool  # ``full`` is the flat gradient buffer's, cleared once reduced (stage >= 2)
-    landed: bool = False  # the collective landed it itself (Note [landing in the reduction])
+    landed: bool = False  # the collective landed it itself ([Note: landing in the reduction])

@@ -11,7 +11,7 @@ worker thread. Two things follow:
   that order; so synchronous and asynchronous collectives can be mixed safely.
 
 The exception: shm collectives on a rank with one thread run on the calling thread instead
-(Note [collectives on the calling thread]).
+([Note: collectives on the calling thread]).
 
 On GPUs the worker runs collectives on its own stream, after an event recorded on the
 submitting stream, and the waiter's stream waits on the collective's completion event.
@@ -19,7 +19,7 @@ submitting stream, and the waiter's stream waits on the collective's completion 
 The implementations (``native`` torch.distributed, ``ring``, ...) come from the kernel registry;
 the engine never knows which one it got.
 
-Note [gloo's large collectives]
+[Note: gloo's large collectives]
 On CPUs, gloo's reduce_scatter and all_gather are slow for large tensors next to its own
 all_to_all, all_reduce and broadcast over the same bytes (2 ranks, 2-vCPU VM, torch 2.13,
 median of 15 calls, ms):
@@ -107,21 +107,21 @@ class Comm:
             "replicated": registry.get("allgather", impls.get("allgather")).load_buffers(),
             "symmetric": registry.get("reduce_scatter", impls.get("reduce_scatter")).load_buffers(),
         }
-        # Note [gloo's large collectives]: native collectives over gloo, host tensors
+        # See [Note: gloo's large collectives]: native collectives over gloo, host tensors
         self._gloo = self.device.type == "cpu" and _is_gloo(group)
         self._large_bytes = gloo_large_bytes()
         self._recv: dict[torch.dtype, torch.Tensor] = {}
         self.large_calls = 0
-        """How many collectives took Note [gloo's large collectives]'s path."""
+        """How many collectives took [Note: gloo's large collectives]'s path."""
         self._native = {
             op: registry.get(op, impls.get(op)).name == "native"
             for op in ("reduce_scatter", "allgather")
         }
-        # Note [landing in the reduction]: the reduce-scatter takes divide_by/accumulate/sq
+        # See [Note: landing in the reduction]: the reduce-scatter takes divide_by/accumulate/sq
         self.lands = self.device.type == "cpu" and getattr(self._reduce_scatter, "lands", False)
-        # Note [the norm's all-reduce]: small sums through shm where the all-reduce is shm's
+        # See [Note: the norm's all-reduce]: small sums through shm where the all-reduce is shm's
         self._shm_small = registry.get("allreduce", impls.get("allreduce")).name == "shm"
-        # Note [collectives on the calling thread]
+        # See [Note: collectives on the calling thread]
         names = {registry.get(op, impls.get(op)).name for op in ("allreduce", "reduce_scatter",
                                                                  "allgather")}  # fmt: skip
         self.inline = (
@@ -131,7 +131,7 @@ class Comm:
         self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="dsbench-comm")
         self._stream = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
 
-    # Note [collectives on the calling thread]
+    # [Note: collectives on the calling thread]
     # The worker thread lets backward go on while a collective runs, which hides the collective
     # where the rank has cores to spare or the collective mostly waits (gloo's sockets, NCCL).
     # The shm collectives are CPU work (sums and copies) and short waits on a barrier, and a rank
@@ -166,9 +166,9 @@ class Comm:
         return self._submit(lambda: self._allreduce(tensor, group=self.group))
 
     def reduce_scatter(self, output: torch.Tensor, input: torch.Tensor, **landing) -> Handle:
-        """Sum reduce-scatter of ``input`` into ``output`` (Note [gloo's large collectives]).
+        """Sum reduce-scatter of ``input`` into ``output`` ([Note: gloo's large collectives]).
         ``landing`` (``divide_by``, ``accumulate``, ``sq``): fused into the sum where
-        :attr:`lands` (Note [landing in the reduction] in :mod:`dsbench.zero.engine`)."""
+        :attr:`lands` ([Note: landing in the reduction] in :mod:`dsbench.zero.engine`)."""
         if landing:
             if not self.lands:
                 raise ValueError("this reduce_scatter implementation takes no fused landing")
@@ -238,7 +238,7 @@ class Comm:
         replicated buffer (:meth:`shared_zeros`) that other ranks may still read."""
         return self._submit(lambda: self._buffers["replicated"].fence(self.group))
 
-    # Note [the norm's all-reduce]
+    # [Note: the norm's all-reduce]
     # The step's gradient norm is one fp32 sum over ranks, after every rank's backward. Over
     # gloo a rank waits for it on sockets: on the 2-core development VM the stage-2 step of the
     # seed MLP (shm collectives, 2 ranks) waited 1.2-1.9 ms a step in that all-reduce, against
@@ -249,7 +249,7 @@ class Comm:
 
     def small_allreduce(self, tensor: torch.Tensor) -> Handle:
         """Sum all-reduce of a few host or device elements (the step's gradient norm): through
-        the all-reduce implementation when it is shm (Note [the norm's all-reduce]), else
+        the all-reduce implementation when it is shm ([Note: the norm's all-reduce]), else
         torch.distributed's over the group."""
         if self._shm_small and tensor.device.type == "cpu":
             return self.allreduce(tensor)
@@ -274,7 +274,7 @@ def _is_gloo(group) -> bool:
 def _reduce_scatter_by_alltoall(
     output: torch.Tensor, input: torch.Tensor, group, recv: torch.Tensor
 ) -> None:
-    """Note [gloo's large collectives]: every rank's chunk r into ``recv``, summed in rank
+    """[Note: gloo's large collectives]: every rank's chunk r into ``recv``, summed in rank
     order into ``output``."""
     import torch.distributed as dist
 
@@ -286,7 +286,7 @@ def _reduce_scatter_by_alltoall(
 
 
 def _allgather_by_broadcast(output: torch.Tensor, input: torch.Tensor, group) -> None:
-    """Note [gloo's large collectives]: chunk r of ``output`` broadcast from group rank r."""
+    """[Note: gloo's large collectives]: chunk r of ``output`` broadcast from group rank r."""
     import torch.distributed as dist
 
     n = input.numel()

@@ -29,7 +29,7 @@ arithmetic is exactly that of the same stage without offload.
 
 Common to all stages: ``overlap_comm`` launches a bucket's collective from the gradient hook that
 completes it, while backward continues (see :mod:`dsbench.zero.comm`; shm collectives on ranks
-with one thread run in the hook itself, Note [collectives on the calling thread] there);
+with one thread run in the hook itself, [Note: collectives on the calling thread] there);
 ``contiguous_gradients`` keeps gradients in one flat buffer instead of per-parameter tensors;
 fp16 (dynamic loss scaling: overflowing steps are skipped) and bf16 train with fp32 master
 weights in the optimizer shard; gradient accumulation divides the loss by the number of
@@ -41,7 +41,7 @@ On one host with the ``shm`` collectives (CPUs), buffers that every rank maps re
 (``kernels/shm.py``, "Zero-copy buffers"): at stages 1–2 the parameters are one copy per host
 (each rank writes its updated slice into it, so the all-gather after the step moves nothing) and
 the flat gradients sit where the reduce-scatter reads them; at stage 3 the units' full weights
-are that one copy and are never gathered or released (Note [stage-3 resident] in
+are that one copy and are never gathered or released ([Note: stage-3 resident] in
 :mod:`dsbench.zero.stage3`). Results are the same bits as with the copying collectives.
 
 The API mirrors DeepSpeed's engine, so a training loop runs unchanged on either::
@@ -137,7 +137,7 @@ class ZeroEngine(Stage3):
         self.flat_params: torch.Tensor | None = None
         self.flat_grads: torch.Tensor | None = None
         self._params_replicated = False  # flat_params is one copy every rank maps (shm)
-        self._units_resident = False  # stage 3: so are the units (Note [stage-3 resident])
+        self._units_resident = False  # stage 3: so are the units ([Note: stage-3 resident])
         # stage 3: partitioned modules, their first-forward order (for prefetching), and
         # whether that order is still being recorded (the first forward)
         self.units: list[Unit] = []
@@ -146,7 +146,7 @@ class ZeroEngine(Stage3):
         self._recording = True
         # released units' gather buffers by size, for the next gathers (CPUs; Stage3._recycle)
         self._gather_pool: dict[int, list[torch.Tensor]] = {}
-        # landed units' gradient buffers by unit size (Note [stage-3 staged gradients])
+        # landed units' gradient buffers by unit size ([Note: stage-3 staged gradients])
         self._grad_pool: dict[int, list[torch.Tensor]] = {}
         # optimizer state: flat fp32 runs over every owned slice, and Adam's step per bucket
         self._master_flat: torch.Tensor | None = None  # None: every master is the parameter
@@ -189,7 +189,7 @@ class ZeroEngine(Stage3):
             )
 
     def _running(self, name: str):
-        """Around submitting a collective: where it runs at submission (Note [collectives on
+        """Around submitting a collective: where it runs at submission ([Note: collectives on
         the calling thread] in :mod:`dsbench.zero.comm`) its whole time is blocked time, counted
         in phase ``name`` as its wait would be; else nothing (the wait is timed)."""
         return self._phase(name) if self.comm.inline else contextlib.nullcontext()
@@ -329,13 +329,13 @@ class ZeroEngine(Stage3):
 
     # ------------------------------------------------------------------ backward
 
-    # Note [gradients overwrite stale slots]
+    # [Note: gradients overwrite stale slots]
     # With a flat gradient buffer (stages 0-2, contiguous_gradients) each parameter's slice is a
     # GradSlot (dsbench.zero.buckets). Once a slot's gradient is reduced (stage 2, every
     # micro-step) or stepped (stages 0-1), the slot is stale and its parameter's grad None, and
     # the next gradient is written over it rather than added to zeros: autograd hands a stale
     # parameter its gradient without adding it anywhere and the slot copies it in, and a
-    # GEMM-backed linear layer writes its weight gradient there directly (Note [weight
+    # GEMM-backed linear layer writes its weight gradient there directly ([Note: weight
     # gradients in place], kernels/autograd.py), added in place once the slot accumulates. So
     # the buffer is never zeroed, no weight-gradient product is allocated, and autograd adds
     # nothing; a slot no gradient reached before its reduction is zeroed then. The bits are
@@ -363,7 +363,7 @@ class ZeroEngine(Stage3):
         return self.settings.stage >= 2 or self._boundary()
 
     def _grad_ready(self, b: Bucket, slot: GradSlot | None = None) -> None:
-        if slot is not None:  # into the flat buffer (Note [gradients overwrite stale slots])
+        if slot is not None:  # into the flat buffer ([Note: gradients overwrite stale slots])
             slot.landed()
         if b.reduced:  # a late hook in this backward (a parameter used twice)
             return
@@ -379,7 +379,7 @@ class ZeroEngine(Stage3):
         contiguous = self.flat_grads is not None and not unit
         if contiguous:  # the gradients are this view of the flat buffer
             full = self.flat_grads[b.start : b.start + b.padded]
-        elif unit and b.grad_buffer is not None:  # Note [stage-3 staged gradients]
+        elif unit and b.grad_buffer is not None:  # [Note: stage-3 staged gradients]
             full = b.grad_buffer
         else:
             full = b.flat_grads(self.dtype, self.device)
@@ -391,7 +391,7 @@ class ZeroEngine(Stage3):
         # (stage >= 2); the first reduction after a step writes it instead, so nothing zeroes it
         add = s.stage >= 2 and not b.grad_empty
         b.grad_empty = False
-        landed = False  # Note [landing in the reduction]: the collective divides and adds
+        landed = False  # See [Note: landing in the reduction]: the collective divides and adds
         with self._running("reduce_wait"):
             if b.owned != b.padded and s.reduce_scatter:
                 straight = b.grad.dtype == self.dtype and b.grad.device == self.device
@@ -415,7 +415,7 @@ class ZeroEngine(Stage3):
         if not s.overlap_comm:
             self._drain()
 
-    # Note [landing in the reduction]
+    # [Note: landing in the reduction]
     # Landing a reduced gradient is the mean over ranks written into, or (a later micro-step at
     # stage >= 2) added to, the rank's fp32 gradient shard; at the accumulation boundary the
     # step then reads the shard once more for the gradient norm. Where the reduce-scatter can
@@ -457,7 +457,7 @@ class ZeroEngine(Stage3):
         if isinstance(b, Unit):
             if b.grad_buffer is not None:
                 self._unstage_grads(b)
-            if not self._keep_until_step():  # Note [stage-3 reuse]
+            if not self._keep_until_step():  # [Note: stage-3 reuse]
                 self._release(b)
 
     def _drain(self) -> None:
@@ -506,7 +506,7 @@ class ZeroEngine(Stage3):
         """Sum of squared gradients over all owned slices, summed over ranks (stage >= 1)."""
         local = torch.zeros((), device=self.opt_device)
         for b in self._all_owned():
-            # the square-sum its reduction fused (Note [landing in the reduction]), else now
+            # the square-sum its reduction fused ([Note: landing in the reduction]), else now
             local += (b.sq if b.sq is not None else _sq_sum_fp64(b.grad)).float()
             b.sq = None
         local = local.to(self.device)  # offload: the collective runs on the device

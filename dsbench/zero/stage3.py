@@ -14,7 +14,7 @@ from torch import nn
 from dsbench.zero.buckets import Bucket, GradSlot
 from dsbench.zero.comm import Handle
 
-# Note [stage-3 reuse]
+# [Note: stage-3 reuse]
 # Between its forward and its backward a stage-3 unit is normally released (its full weights
 # freed) and gathered again when the gradient of its output arrives. DeepSpeed keeps it instead
 # when that is cheap (``stage3_max_reuse_distance`` / ``stage3_max_live_parameters``), and dsbench
@@ -30,11 +30,11 @@ from dsbench.zero.comm import Handle
 # backward that follows; its reduction releases it, by the second rule.
 
 
-# Note [stage-3 staged gradients]
+# [Note: stage-3 staged gradients]
 # With resident units (below), a unit's gradients are written into a buffer that the
 # reduce-scatter reads in place (shm's symmetric buffers): taken from a pool when the unit's
 # backward starts (ZeroEngine._stage_grads), its parameters' GradSlots pointed into it, and
-# returned once the unit's reduction landed. So, as at stages 1-2 (Note [gradients overwrite
+# returned once the unit's reduction landed. So, as at stages 1-2 ([Note: gradients overwrite
 # stale slots] in dsbench.zero.engine), a GEMM-backed weight's gradient is written there by
 # its backward with nothing allocated, and the reduce-scatter copies nothing in. The pool holds
 # as many buffers per size as were ever in flight at once (one per unit being reduced while
@@ -45,7 +45,7 @@ from dsbench.zero.comm import Handle
 # (results/vm/*-ab-stage3-staged-2-*).
 
 
-# Note [stage-3 resident]
+# [Note: stage-3 resident]
 # With collectives that can map one buffer into every rank of a host (shm, kernels/shm.py), the
 # units' full weights are that buffer: one copy per host, which is what partitioning parameters
 # achieves for the host's memory (n ranks, 1/n each), and each rank owns, steps and checkpoints
@@ -85,10 +85,10 @@ class Unit(Bucket):
         self.shard: torch.Tensor | None = None
         self.gathered: torch.Tensor | None = None
         self.in_flight: InFlight | None = None
-        # the one copy per host that every rank maps (shm collectives, Note [stage-3 resident]):
+        # the one copy per host that every rank maps (shm collectives, [Note: stage-3 resident]):
         # always gathered, never released; ``shard`` is this rank's slice of it
         self.resident: torch.Tensor | None = None
-        # its gradients' buffer from its backward to its reduction (Note [stage-3 staged
+        # its gradients' buffer from its backward to its reduction ([Note: stage-3 staged
         # gradients]); None: autograd's own tensors
         self.grad_buffer: torch.Tensor | None = None
 
@@ -130,7 +130,7 @@ class Stage3:
             self._release(unit)
         if resident is not None:  # every rank wrote the same weights; nobody reads early
             self.comm.fence().wait()
-            for unit in self.units:  # Note [stage-3 staged gradients]
+            for unit in self.units:  # [Note: stage-3 staged gradients]
                 unit.slots = [GradSlot(p, None) for p in unit.params]
         if persistent:
             self._build_buckets(persistent)
@@ -143,7 +143,7 @@ class Stage3:
 
     def _resident_units(self) -> torch.Tensor | None:
         """One buffer for every unit's full weights that every rank maps, where the collectives
-        offer one (shm on CPUs) and nothing is offloaded; else None (Note [stage-3 resident])."""
+        offer one (shm on CPUs) and nothing is offloaded; else None ([Note: stage-3 resident])."""
         s = self.settings
         if not self.units or s.offload_param or s.offload_optimizer:
             return None
@@ -183,7 +183,7 @@ class Stage3:
             unit.bind(unit.gathered)
 
     def _release(self, unit: Unit) -> None:
-        if unit.resident is not None:  # always whole (Note [stage-3 resident])
+        if unit.resident is not None:  # always whole ([Note: stage-3 resident])
             return
         buffer = unit.gathered
         if unit.in_flight is not None:  # a prefetch that was not used: finish it first
@@ -233,7 +233,7 @@ class Stage3:
         self._prefetch(unit, self._order)
 
     def _keep_for_backward(self, unit: Unit) -> bool:
-        """Keep ``unit`` gathered from its forward to its backward? (Note [stage-3 reuse])"""
+        """Keep ``unit`` gathered from its forward to its backward? ([Note: stage-3 reuse])"""
         if self._recording or unit not in self._order:
             return False
         s = self.settings
@@ -244,7 +244,7 @@ class Stage3:
         )
 
     def _keep_until_step(self) -> bool:
-        """Keep reduced units gathered for the next micro-step? (Note [stage-3 reuse])"""
+        """Keep reduced units gathered for the next micro-step? ([Note: stage-3 reuse])"""
         s = self.settings
         total = sum(u.numel for u in self.units)
         return (
@@ -254,7 +254,7 @@ class Stage3:
         )
 
     def _post_forward(self, unit: Unit, output) -> None:
-        """Release the unit unless it is kept (Note [stage-3 reuse]); it is gathered again when
+        """Release the unit unless it is kept ([Note: stage-3 reuse]); it is gathered again when
         the gradient of its output arrives, just before its backward."""
         if _in_backward():
             return
@@ -267,7 +267,7 @@ class Stage3:
 
     def _stage_grads(self, unit: Unit) -> None:
         """Point ``unit``'s gradient slots into a pooled buffer the reduce-scatter reads in
-        place (Note [stage-3 staged gradients]); nothing without slots, or once staged."""
+        place ([Note: stage-3 staged gradients]); nothing without slots, or once staged."""
         if not unit.slots or unit.grad_buffer is not None:
             return
         pooled = self._grad_pool.get(unit.numel)  # by size: the padding is never written
