@@ -188,13 +188,13 @@ def main(argv: list[str] | None = None) -> int:
         for row in measure(repo, frac, args.rounds, args.out / branch(frac), *extra, case=case):
             row["interval"] = next((v for k, v in row.items() if k.endswith("% interval")), "")
             rows.append(row)
-            print(f"slowdown {frac:g}: {row['id']} x{float(row['ratio']):.3f} {row['change']} "
-                  f"({row['rounds']} rounds a side, {row['minutes']:.1f} min)",
+            print(f"slowdown {frac:g}: {row['benchmark']} x{float(row['ratio']):.3f} "
+                  f"{row['change']} ({row['rounds']} rounds a side, {row['minutes']:.1f} min)",
                   flush=True)  # fmt: skip
     (args.out / "power.json").write_text(json.dumps({"case": case, "rows": rows}, indent=1))
     from tabulate import tabulate
 
-    keys = ("slowdown", "id", "ratio", "interval", "change", "rounds", "minutes")
+    keys = ("slowdown", "benchmark", "ratio", "interval", "change", "rounds", "minutes")
     print(tabulate([[r.get(k, "") for k in keys] for r in rows], headers=keys, floatfmt=".3g"))
     print(f"written: {args.out / 'power.json'}")
     return 0
