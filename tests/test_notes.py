@@ -18,7 +18,9 @@ DEFINITION = re.compile(r"(?:#\s*)?\[Note: ([^\]]+)\](?!:)(?:\s|$)")
 def _sources() -> list[Path]:
     listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
                             check=True).stdout.split()  # fmt: skip
-    return [ROOT / f for f in listed if Path(f).suffix in SUFFIXES and (ROOT / f).is_file()]
+    this = Path(__file__).resolve()  # it spells the syntax out to check it
+    paths = [ROOT / f for f in listed if Path(f).suffix in SUFFIXES]
+    return [p for p in paths if p.is_file() and p != this]
 
 
 def _notes() -> tuple[dict[str, list[str]], dict[str, list[str]], list[str]]:
@@ -30,8 +32,8 @@ def _notes() -> tuple[dict[str, list[str]], dict[str, list[str]], list[str]]:
         rel = path.relative_to(ROOT)
         for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
             where = f"{rel}:{n}"
-            if re.search(r"(?<!\[)Note \[[^\]]+\]", line) and path != Path(__file__):
-                old.append(where)  # (this file names the old spelling to forbid it)
+            if re.search(r"(?<!\[)Note \[[^\]]+\]", line):
+                old.append(where)
             opening = DEFINITION.match(line.strip())
             for i, m in enumerate(NOTE.finditer(line)):
                 is_def = i == 0 and opening is not None  # the line opens with this Note
