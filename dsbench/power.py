@@ -142,10 +142,26 @@ def measure(
     if proc.returncode != 0:
         raise RuntimeError(f"dsbench ab for slowdown {frac:g} failed: {proc.stderr.strip()[-500:]}")
     minutes = (time.perf_counter() - t0) / 60
-    (written, *_) = sorted((out / "results").rglob("*.json"))
-    ran = json.loads(written.read_text())["ab"]["rounds"]
-    return [{**row, "slowdown": frac, "rounds": ran, "minutes": minutes}
+    docs = [json.loads(p.read_text()) for p in sorted((out / "results").rglob("*.json"))]
+    spread = launch_spread(docs)
+    return [{**row, "slowdown": frac, "rounds": docs[0]["ab"]["rounds"], "minutes": minutes,
+             "spread": spread.get(row["benchmark"])}
             for row in csv.DictReader(io.StringIO(proc.stdout))]  # fmt: skip
+
+
+def launch_spread(docs: list[dict]) -> dict[str, float]:
+    """Per case, how far its launches scatter: the larger side's standard deviation of the
+    launches' values over their median, in % (what "launches spread by 7%" means)."""
+    import statistics
+
+    out: dict[str, float] = {}
+    for doc in docs:
+        for row in doc["benchmarks"]:
+            values = row.get("launch_values") or []
+            if len(values) >= 2 and statistics.median(values) > 0:
+                pct = 100 * statistics.pstdev(values) / statistics.median(values)
+                out[row["id"]] = max(out.get(row["id"], 0.0), pct)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -194,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "power.json").write_text(json.dumps({"case": case, "rows": rows}, indent=1))
     from tabulate import tabulate
 
-    keys = ("slowdown", "benchmark", "ratio", "interval", "change", "rounds", "minutes")
+    keys = ("slowdown", "benchmark", "spread", "ratio", "interval", "change", "rounds", "minutes")
     print(tabulate([[r.get(k, "") for k in keys] for r in rows], headers=keys, floatfmt=".3g"))
     print(f"written: {args.out / 'power.json'}")
     return 0
