@@ -136,7 +136,7 @@ def test_merged_rows_keep_the_key_order_of_their_launches():
     for before, after in zip(launches[0].run.doc["benchmarks"], merged, strict=True):
         added = ["launch_values", "memory"] + (["launch_drifts"] if "drift" in before else [])
         assert list(after) == list(before) + [k for k in added if k not in before]
-    failed = ab._merge_row([(0, launches[0].run.rows[merged[0]["id"]]), (1, None)],
+    failed = ab.merge_row([(0, launches[0].run.rows[merged[0]["id"]]), (1, None)],
                            centre, None, None).to_json()  # fmt: skip
     assert list(failed) == [*ab.HEADER_KEYS, "status", "error"]
 

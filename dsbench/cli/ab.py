@@ -163,7 +163,7 @@ def check_plan(sides: list[ab.SideEnv], args: argparse.Namespace) -> int:
     counts = []
     for side, child, (out, err) in zip(sides, children, outputs, strict=True):
         if child.returncode != 0:
-            why = ab._last(err).removeprefix("dsbench: error: ")
+            why = ab.last_line(err).removeprefix("dsbench: error: ")
             raise UsageError(f"side '{side.spec}': {why}")
         counts.append(len(out.splitlines()))
     return max(counts)

@@ -1,0 +1,148 @@
+"""Rounds: fresh ``dsbench run`` (or ``soak``) processes of each side in alternating order
+(A B, B A, ...), each checked to have run the code it started with."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from dsbench import results
+from dsbench.ab.sides import SideEnv, last_line, make_shim, side_environ
+
+LAUNCH_TIMEOUT_S = 4 * 3600
+
+
+@dataclass
+class Launch:
+    side: int
+    """0 baseline, 1 contender."""
+    index: int
+    """The side's launch number, from 0."""
+    order: int
+    """Position among all launches of the invocation, from 0."""
+    path: Path
+    started: str = ""
+    wall_s: float = 0.0
+    run: results.Run | None = None
+
+
+def order(rounds: int, sides: int = 2) -> list[int]:
+    """The side of each launch: A B, B A, A B ... (two sides), or one side repeated."""
+    if sides == 1:
+        return [0] * rounds
+    return [s for r in range(rounds) for s in ((0, 1) if r % 2 == 0 else (1, 0))]
+
+
+SOURCE_DIRS = ("dsbench", "kernels", "hardware_profiles")
+"""What a round imports from a side's tree (see :func:`make_shim`)."""
+
+
+def tree_fingerprint(tree: Path) -> dict[str, str]:
+    """The content hash of each source file a round of ``tree`` imports, by relative path."""
+    out = {}
+    for top in SOURCE_DIRS:
+        for path in sorted((tree / top).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                out[str(path.relative_to(tree))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+def check_unchanged(tree: Path, before: dict[str, str]) -> None:
+    """LaunchFailed when ``tree``'s sources differ from ``before``: the rounds already run and
+    those still to come would measure different code (an edit in the checkout while an A/B
+    of ``deepspeed=``, ``python=`` or ``current`` sides runs from it)."""
+    now = tree_fingerprint(tree)
+    changed = sorted(k for k in before.keys() | now.keys() if before.get(k) != now.get(k))
+    if changed:
+        more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+        raise LaunchFailed(
+            f"the source tree {tree} changed during the rounds ({', '.join(changed[:3])}{more}), "
+            "so its rounds would not measure the same code; leave the checkout alone while "
+            "`dsbench ab` runs, or compare commits (commit=REF sides run from worktrees)"
+        )
+
+
+def run_rounds(
+    sides: list[SideEnv],
+    *,
+    rounds: int,
+    verb: list[str],
+    workdir: Path,
+    progress: Callable[[str], None],
+    after_pair: Callable[[list[list[Launch]]], list[str] | None] | None = None,
+) -> list[list[Launch]]:
+    """Launch every round (fresh ``dsbench VERB ... --out FILE`` processes, alternating sides:
+    ``dsbench run`` with the suite, or ``dsbench soak``); the launches per side, each with its
+    loaded result file. ``after_pair``, called once every side has run as many rounds as the
+    others: None to stop there, else arguments added to the verb of the rounds to come (an
+    A/B until decided, :mod:`dsbench.sequential`)."""
+    shims = [make_shim(s.tree, workdir / f"shim-{i}") for i, s in enumerate(sides)]
+    sources = {s.tree: tree_fingerprint(s.tree) for s in sides}
+    per_side: list[list[Launch]] = [[] for _ in sides]
+    plan = order(rounds, len(sides))
+    names = ("baseline", "contender") if len(sides) == 2 else ("launch",)
+    extra: list[str] = []
+    for pos, s in enumerate(plan):
+        launch = Launch(
+            side=s, index=len(per_side[s]), order=pos, path=workdir / f"{pos:03d}-{names[s]}.json"
+        )
+        argv = [sides[s].python, "-m", "dsbench", *verb, *extra, "--out", str(launch.path)]
+        launch.started = datetime.now(UTC).isoformat(timespec="seconds")
+        t0 = time.perf_counter()
+        proc = run_child(argv, cwd=workdir, env=side_environ(sides[s], shims[s]))
+        launch.wall_s = time.perf_counter() - t0
+        if not launch.path.exists():
+            raise LaunchFailed(
+                f"round {pos // len(sides) + 1}, {names[s]} ({sides[s].spec}) exited "
+                f"{proc.returncode} without a result file: {last_line(proc.stderr)}"
+            )
+        launch.run = results.read_run(launch.path)
+        # an edit since the start (between rounds or during this one) is found here
+        check_unchanged(sides[s].tree, sources[sides[s].tree])
+        per_side[s].append(launch)
+        ok = sum(r.ok for r in launch.run.rows.values())
+        progress(
+            f"round {pos // len(sides) + 1}/{rounds}: {names[s]} ({sides[s].spec}) "
+            f"{launch.wall_s:.0f} s, {ok}/{len(launch.run.rows)} ok"
+        )
+        if after_pair is not None and len({len(x) for x in per_side}) == 1:
+            more = after_pair(per_side)
+            if more is None:
+                break
+            extra = more
+    return per_side
+
+
+STOP_GRACE_S = 60.0
+"""How long an interrupted round's ``dsbench run`` gets to write what it finished."""
+
+
+def run_child(argv: list[str], **kwargs) -> subprocess.CompletedProcess:
+    """``subprocess.run(argv, capture_output=True, text=True)``, except that when this process
+    is interrupted (SIGINT, or SIGTERM under :func:`dsbench.interrupts.signals_raise`) the
+    child gets SIGTERM and up to :data:`STOP_GRACE_S` to write its partial result file and stop
+    its ranks (``subprocess.run`` would SIGKILL it), before the interrupt goes on."""
+    with subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs
+    ) as child:
+        try:
+            out, err = child.communicate(timeout=LAUNCH_TIMEOUT_S)
+        except BaseException:
+            if child.poll() is None:
+                child.terminate()
+                try:
+                    child.communicate(timeout=STOP_GRACE_S)
+                except subprocess.TimeoutExpired:
+                    child.kill()
+                    child.communicate()
+            raise
+    return subprocess.CompletedProcess(argv, child.returncode, out, err)
+
+
+class LaunchFailed(RuntimeError):
+    """A round's process ended without a result file."""
