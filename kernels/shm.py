@@ -3,7 +3,8 @@
 Registers the ``shm`` implementation of ``allreduce``, ``reduce_scatter`` and ``allgather``
 (same signatures as the references in ``kernels/reference.py``). On a CPU node, gloo moves
 every byte through loopback TCP: the kernel copies it into a socket buffer and out again, and
-a 2-rank ring reaches about 1 GB/s of bus bandwidth on the development VM. Ranks on one host can
+a 2-rank ring reaches about 1 GB/s of bus bandwidth on a small VM (dsbench/decisions.md,
+"Shared-memory collectives"). Ranks on one host can
 instead read each other's data directly from memory they all map, which is what DeepSpeed's CPU
 accelerator does for its inference all-reduce (``deepspeed/csrc/cpu/comm/shm.cpp``) and what
 NCCL's SHM transport does between processes of one node.
@@ -40,11 +41,10 @@ summation is rank 0, 1, ..., n-1 for every element, on every host and for every 
 Synchronisation: a barrier between writing and reading. On x86 hosts it lives in the workspace
 itself: each rank writes a growing counter into its own cache line of a header page and waits
 until every rank's counter has reached it (x86 keeps stores in order, so a peer that sees the
-counter sees the data written before it). It takes ~0.03 ms and ~0.01 ms of CPU on the
-development VM, against ~0.09 ms and ~0.2 ms of CPU for gloo's barrier, and a collective has
-two; a peer that never arrives (dead or hung) ends it with an error naming the ranks after the
-process group's timeout, as gloo's would. Elsewhere (or with more than 64 ranks) it is
-``torch.distributed.barrier`` on the group. Every collective ends by
+counter sees the data written before it). It costs a fraction of gloo's barrier, in time and
+in CPU, and a collective has two; a peer that never arrives (dead or hung) ends it with an
+error naming the ranks after the process group's timeout, as gloo's would. Elsewhere (or with
+more than 64 ranks) it is ``torch.distributed.barrier`` on the group. Every collective ends by
 reading the workspace, so the next one on the group starts with one more barrier: nobody
 overwrites data a slower rank is still reading. One region instead of two alternating halves
 (which would need no such barrier) keeps the resident memory at half, since shared pages count
@@ -52,8 +52,7 @@ in every rank's resident set; the price is one barrier per collective. Collectiv
 group must be issued in the same order on every rank (as for any torch.distributed collective);
 the engine's comm thread guarantees that.
 
-Zero-copy buffers. The copies above are most of a collective's cost on CPUs (a 16 MiB
-reduce-scatter is ~3.9 ms of one core's time on the development VM, mostly copying). A caller
+Zero-copy buffers. The copies above are most of a collective's cost on CPUs. A caller
 that knows its buffers in advance can allocate them in shared memory instead, and the
 collectives then read them where they are:
 
@@ -104,10 +103,9 @@ _LINE = 64 // 8
 _FLAG_BARRIER = platform.machine().lower() in ("x86_64", "amd64")
 """Counters in shared memory order correctly only where stores stay in program order (x86)."""
 _SPIN = 20
-"""Checks of the counters (2-3 microseconds each) before a waiting rank starts sleeping. A
-1-element all-reduce (three barriers) takes 0.52 ms on the development VM with 20 checks and
-0.16 ms with 200, but in training steps (`dsbench ab`, 6+6 rounds, seed MLP, stages 1-3) 200
-measured 1.04, 0.99 and 1.02 times as fast, all inconclusive, so the cheaper wait stays."""
+"""Checks of the counters (2-3 microseconds each) before a waiting rank starts sleeping. More
+checks make an isolated all-reduce faster but training steps no faster, so the cheaper wait
+stays (dsbench/decisions.md, "Shared-memory collectives")."""
 _NAP_S = 5e-5
 """How long a waiting rank sleeps between later checks: it gives the core to the rank it waits
 for and the GIL to its own main thread (a thread that kept checking would take the GIL back at

@@ -3,13 +3,12 @@
 A reduce-scatter's output is where the engine lands it: divided by the world size (the mean
 over ranks) and written into, or added to, the rank's fp32 gradient shard; at the step's last
 reduction the optimizer step then reads that shard once more for the gradient norm's
-square-sum. As separate torch passes over a 2.1M-element fp32 shard (the seed MLP's at 2 ranks,
-one thread, the development VM, caches swept first) that is 2.8 ms for sum and division, and
-5.7 ms for sum, division, add and square-sum; :func:`sum_into` does each in one pass through
-``csrc/shm_sum.c``: 1.9 and 2.5 ms. Every fp32 operation is the one the separate passes apply,
+square-sum. As separate torch passes that is two to four passes over the shard;
+:func:`sum_into` does each in one pass through ``csrc/shm_sum.c`` (timings: dsbench/decisions.md,
+"The shm sum with the landing fused in"). Every fp32 operation is the one the separate passes apply,
 in the same order, so the shard's bits are the same (``tests/test_shm_sum.py``); the square-sum
 is accumulated in fp64 in another order than ``torch.dot``'s, which can move the fp64 value in
-its last bits (about 1e-13 relative on that shard), far below what fp32 resolves.
+its last bits, far below what fp32 resolves.
 
 The C file is compiled at first use by the host's C compiler (``cc``, ``gcc`` or ``clang``;
 ``-O3 -march=native -ffp-contract=off``, in seconds) into ``<cache>/cpu_kernels/`` (``<cache>``

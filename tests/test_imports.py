@@ -3,7 +3,7 @@
     bottom      errors, records, interrupts, faults, stats, hardware, memory, values, sequential
     kernels     dsbench.kernels.*  (kernels/ in the repository)
     compute     distributed, models, zero
-    workloads   engines, timing, training, suites, soak
+    workloads   engines, timing, train_loop, suites, soak
     runner      runner, ab, envinfo, verify_gpu, power, gpucheck, gpucheck_ceilings
     results     results, asv_results, compare  (read JSON: the bottom and each other only)
     top         publish, cli, __main__
@@ -34,7 +34,7 @@ LAYERS = {
     ],
     "kernels": ["kernels"],
     "compute": ["distributed", "models", "zero"],
-    "workloads": ["engines", "timing", "training", "suites", "soak"],
+    "workloads": ["engines", "timing", "train_loop", "suites", "soak"],
     "runner": ["runner", "ab", "envinfo", "verify_gpu", "power", "gpucheck", "gpucheck_ceilings"],
     "results": ["results", "asv_results", "compare"],
     "top": ["publish", "cli", "__main__"],

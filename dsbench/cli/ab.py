@@ -345,7 +345,7 @@ def run(args: argparse.Namespace) -> int:
     return status
 
 
-def to_decide(rows: list[compare.Row], per_side: list[list[ab.Launch]]) -> list[str]:
+def to_decide(rows: list[compare.ComparedRow], per_side: list[list[ab.Launch]]) -> list[str]:
     """For every inconclusive row with a spread: the rounds a side, and the minutes at this
     A/B's pace, that would most likely decide a change of the size seen."""
     k = len(per_side[0])

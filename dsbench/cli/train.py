@@ -139,7 +139,7 @@ def resolve(args: argparse.Namespace) -> Resolved:
     import torch
 
     from dsbench.models import get_model
-    from dsbench.training import torchrun_env
+    from dsbench.train_loop import torchrun_env
     from dsbench.zero.config import load_config
 
     path = Path(args.config)
@@ -181,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
     from dsbench.distributed import RankFailure, spawn_ranks
     from dsbench.models import get_model
     from dsbench.models.checkpointing import summary as checkpointing_summary
-    from dsbench.training import TrainJob, run_under_torchrun
+    from dsbench.train_loop import TrainJob, run_under_torchrun
     from dsbench.zero.offload_config import summary
 
     job_args = resolve(args)
@@ -203,7 +203,7 @@ def run(args: argparse.Namespace) -> int:
         run_under_torchrun(job, timeout_s=args.timeout, report=report)
         return 0
     try:
-        spawn_ranks("dsbench.training:train_loop", world, job, device_type=device,
+        spawn_ranks("dsbench.train_loop:train_loop", world, job, device_type=device,
                     on_message=lambda rank, msg: report(msg), timeout_s=10**7,
                     collective_timeout_s=args.timeout)  # fmt: skip
     except RankFailure as exc:

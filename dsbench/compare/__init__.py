@@ -26,8 +26,8 @@ The work is in three modules: :mod:`~dsbench.compare.selection` (which runs),
 """
 
 from dsbench.compare.comparison import (
+    ComparedRow,
     Report,
-    Row,
     compare_rows,
     env_label,
     noise_figures,
@@ -51,8 +51,8 @@ from dsbench.compare.selection import (
 __all__ = [
     "FORMATS",
     "SELECTOR_KEYS",
+    "ComparedRow",
     "Report",
-    "Row",
     "Selector",
     "Side",
     "axes_of",

@@ -23,7 +23,7 @@ ENV_LABEL_IF_DIFFERENT = ("torch", "triton", "numpy", "backend", "device")
 
 
 @dataclasses.dataclass(frozen=True)
-class Row:
+class ComparedRow:
     id: str
     unit: str
     direction: Direction | None
@@ -73,7 +73,7 @@ def compare_rows(
     envs: tuple[str, str] = ("", ""),
     unit: str = "launch",
     noise: dict[str, Noise] | None = None,
-) -> list[Row]:
+) -> list[ComparedRow]:
     """Pair benchmarks by id and judge each pair; rows present on one side only are listed.
 
     ``unit``: what a round is (``"launch"`` between runs, ``"round"`` between two sides of one
@@ -127,13 +127,14 @@ def ab_level(base: Run, cont: Run) -> float:
     return 0.99
 
 
-def _unjudged(bid, unit, direction, baseline, contender, why: str, envs) -> Row:
-    return Row(id=bid, unit=unit, direction=direction, baseline=baseline, contender=contender,
-               ratio=None, change=why, baseline_env=envs[0], contender_env=envs[1])  # fmt: skip
+def _unjudged(bid, unit, direction, baseline, contender, why: str, envs) -> ComparedRow:
+    return ComparedRow(id=bid, unit=unit, direction=direction, baseline=baseline,
+                       contender=contender, ratio=None, change=why, baseline_env=envs[0],
+                       contender_env=envs[1])  # fmt: skip
 
 
-def _row(bid, unit, direction, b_rounds, c_rounds, v: Verdict, envs) -> Row:
-    return Row(
+def _row(bid, unit, direction, b_rounds, c_rounds, v: Verdict, envs) -> ComparedRow:
+    return ComparedRow(
         id=bid,
         unit=unit,
         direction=direction,
@@ -166,7 +167,7 @@ def noise_figures(runs: list[Run], machine: str) -> tuple[Run | None, dict[str, 
     return run, figures
 
 
-def tally(rows: list[Row]) -> dict[str, int]:
+def tally(rows: list[ComparedRow]) -> dict[str, int]:
     """Rows per verdict, plus those on one side only and those failed, skipped or unlike."""
     counts = {v: 0 for v in VERDICTS} | {"one side only": 0, "not comparable": 0}
     for r in rows:
@@ -189,7 +190,7 @@ def env_label(run: Run, other: Run) -> str:
     return ("asv: " if is_asv(run) else "") + (label or "(versions not recorded)")
 
 
-def regressions(rows: list[Row]) -> list[Row]:
+def regressions(rows: list[ComparedRow]) -> list[ComparedRow]:
     return [r for r in rows if r.change == "worse"]
 
 
@@ -199,7 +200,7 @@ class Report:
     """Which runs were used and what confounds them: print above the table."""
     table: str
     verdict: str
-    rows: list[Row]
+    rows: list[ComparedRow]
     counts: dict[str, int]
 
 

@@ -13,7 +13,7 @@ from dsbench.errors import UsageError, choices_message
 from dsbench.records import HIGHER
 
 if TYPE_CHECKING:
-    from dsbench.compare.comparison import Row
+    from dsbench.compare.comparison import ComparedRow
 
 FORMATS = {"github": "github", "plain": "simple", "markdown": "pipe", "html": "html", "csv": None}
 HEADERS = ["benchmark", "unit", "baseline", "contender", "ratio", "99% interval", "change", "basis"]
@@ -29,11 +29,11 @@ def _fmt(v: float | None) -> str:
     return "n/a" if v is None else f"{v:.4g}"
 
 
-def interval_text(r: Row) -> str:
+def interval_text(r: ComparedRow) -> str:
     return "" if r.low is None else f"{r.low:.3f}-{r.high:.3f}"
 
 
-def render(rows: list[Row], fmt: str = "github", level: float = 0.99) -> str:
+def render(rows: list[ComparedRow], fmt: str = "github", level: float = 0.99) -> str:
     if fmt not in FORMATS:
         raise UsageError(choices_message("format", fmt, FORMATS))
     with_env = any(r.baseline_env or r.contender_env for r in rows)

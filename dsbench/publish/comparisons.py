@@ -266,7 +266,7 @@ def reason_of(basis: str) -> str:
     return basis.split(" (", 1)[0].split("; ", 1)[0].strip() or "no interval"
 
 
-def dominant_reason(rows: Iterable[compare.Row]) -> tuple[str, int, int] | None:
+def dominant_reason(rows: Iterable[compare.ComparedRow]) -> tuple[str, int, int] | None:
     """(the reason most inconclusive rows share, how many share it, how many are inconclusive)."""
     reasons = Counter(reason_of(r.basis) for r in rows if r.change == "inconclusive")
     if not reasons:

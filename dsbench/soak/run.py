@@ -2,7 +2,7 @@
 after each failure launch them again from the latest complete checkpoint.
 
 Every launch is ``dsbench train``'s: :func:`dsbench.distributed.spawn_ranks` runs
-:func:`dsbench.training.train_loop` on each rank, with the job's checkpoint folder and
+:func:`dsbench.train_loop.train_loop` on each rank, with the job's checkpoint folder and
 ``resume`` when a checkpoint is there; a failure is the :class:`~dsbench.distributed.RankFailure`
 ``dsbench train`` prints, naming the rank and what happened to it. A fault goes to the ranks
 through ``$DSBENCH_FAULT`` (one per launch, see :mod:`dsbench.soak.plan`); the ranks note in
@@ -209,7 +209,7 @@ class Soak:
         try:
             with _environ(env):
                 spawn_ranks(
-                    "dsbench.training:train_loop",
+                    "dsbench.train_loop:train_loop",
                     s.nproc,
                     job,
                     device_type=s.device,
@@ -227,8 +227,8 @@ class Soak:
         return launch
 
     def _job(self, checkpoints: Path, resume: bool):
-        """The :class:`~dsbench.training.TrainJob` every rank of a launch runs."""
-        from dsbench.training import TrainJob
+        """The :class:`~dsbench.train_loop.TrainJob` every rank of a launch runs."""
+        from dsbench.train_loop import TrainJob
 
         s = self.settings
         return TrainJob(

@@ -22,15 +22,11 @@
 
 [Note: a typical step's phases]
 ------------------------------
-The phases explain the timed step, so they should add up to it. Taken as the mean of the first
-three steps after the floor, they did not: in eight launches of the training suite on the
-development VM (`results/vm/*-accept13-*`), their sum was 0.98-1.15 times the timed median step
-(median over launches, per case) and up to 1.56 in one launch. The first step after the floor
+The phases explain the timed step, so they should add up to it. The first step after the floor
 meets caches the floor's plain model left behind, and one slow step of three moves a mean. So
 one step runs unrecorded first, and each phase is the median over five recorded steps, as the
-timed step is a median. Medians of parts need not add up to the median of the whole; in one
-launch after the change the sum was 0.86-1.12 times the timed step (median 0.99 over its 18
-cases), the shm rows of the seed MLP 0.99-1.01.
+timed step is a median. Medians of parts need not add up to the median of the whole (what they
+summed to, before and after: dsbench/decisions.md, "Step phases").
 """
 
 from __future__ import annotations
@@ -71,18 +67,13 @@ def _timed_sequence(
 
 # [Note: the floor is a step]
 # The floor first timed its forward and backward, then AdamW over the shard, each repeated back
-# to back. AdamW back to back finds its 4 x 8.5 MiB of state (seed MLP, 2 ranks) in cache, as
-# no step does: a step's forward and backward come between two of its AdamW steps. On the
-# 2-core development VM that AdamW took 1.5 ms back to back against 2.3-2.7 ms in dsbench's
-# steps, and 2.8-3.0 ms after a 256 MiB sweep. Timed as one sequence, each part meets the
-# caches the other leaves, as in a step without communication; the back-to-back AdamW is kept
-# in the notes as ``optimizer_back_to_back``.
-# Check: dsbench's engine itself with every collective made free (they return at once; the
-# probe results/vm/floor-check/nullcomm.py, 2 ranks, 40 steps, 3 launches a stage) took
-# 10.3-11.0 / 10.4-10.6 / 11.1-11.4 ms a step at stages 1-3, and the sequence floor measured in
-# the same processes was 0.99-1.09 / 1.00-1.08 / 0.93-1.01 of that: the step a free network
-# would give. Forward and backward plus the back-to-back AdamW were 0.82-0.96 of it: a floor
-# that not even the engine without communication reaches.
+# to back. AdamW back to back finds its state in cache, as no step does: a step's forward and
+# backward come between two of its AdamW steps, so back to back it ran much faster than inside
+# a step. Timed as one sequence, each part meets the caches the other leaves, as in a step
+# without communication; the back-to-back AdamW is kept in the notes as
+# ``optimizer_back_to_back``. The sequence matched dsbench's engine with every collective made
+# free (the step a free network would give), where the parts timed apart undershot it
+# (dsbench/decisions.md, "The floor is timed as one sequence").
 
 
 def measure_floor(
@@ -167,8 +158,8 @@ def owned_elements(num_params: int, stage: int, world: int) -> int:
 
 def _start_together() -> None:
     """Ranks finish the floor at different times; without a barrier, the first measured step's
-    first collective would count the difference as exposed communication (up to 15 ms a step of
-    "reduce-scatter" in a 10-step profile on the development VM, against 2-7 ms with it)."""
+    first collective would count the difference as exposed communication (dsbench/decisions.md,
+    "A barrier before the first measured step")."""
     import torch.distributed as dist
 
     if dist.is_available() and dist.is_initialized():

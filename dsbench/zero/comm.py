@@ -21,28 +21,17 @@ the engine never knows which one it got.
 
 [Note: gloo's large collectives]
 On CPUs, gloo's reduce_scatter and all_gather are slow for large tensors next to its own
-all_to_all, all_reduce and broadcast over the same bytes (2 ranks, 2-vCPU VM, torch 2.13,
-median of 15 calls, ms):
-
-    full tensor                          2 MiB   4 MiB   8 MiB  16 MiB  64 MiB
-    reduce_scatter_tensor                 4.5     6.2    14.0  21-23    100
-    all_to_all_single + sum in order       -      3.2      -   12.4-12.9   -
-    all_reduce in place + own chunk       3.3     4.5    10.0  15-17     77
-    all_gather_into_tensor                2.6     3.3     7.0  12-13     74
-    one broadcast per owner               1.2     2.7     4.3   5-8      36
-
-At 64 KiB-1 MiB, and with 4 ranks at 2 MiB, the native calls are as fast or faster. So with the
+all_to_all, all_reduce and broadcast over the same bytes (the timings by size:
+dsbench/decisions.md, "Gloo's large collectives"); for small tensors the native calls are as fast
+or faster. So with the
 ``native`` implementations over gloo, the queue runs a reduce-scatter of a full tensor of at
 least ``GLOO_LARGE_BYTES`` as an all_to_all_single into a kept receive buffer (every rank's
 chunk r) and a sum of those chunks in rank order, and such an all-gather as one broadcast of
 each rank's chunk from its owner. All are torch.distributed's own collectives over the same
 group; the results are the same sums (for 2 ranks the same bits: a + b == b + a) and the same
 copies, identical on every rank. The receive buffer costs one full tensor per rank (16 MiB for
-the seed MLP); peak RSS per rank was still lower than with gloo's reduce_scatter (446-469 MiB
-against 517-627 at stages 1-3). NCCL, shm and ring are untouched.
-dsbench ab, seed MLP on gloo, 6+6 rounds: x1.22 / x1.23 / x1.12 (stages 1-3) with all_reduce
-for the reduce-scatter; all_to_all on top of that x1.07 / x1.07 / x1.15
-(results/vm/*-ab-gloo-large-*, *-ab-gloo-alltoall-*).
+the seed MLP), yet peak RSS per rank was lower than with gloo's reduce_scatter. NCCL, shm and
+ring are untouched.
 """
 
 from __future__ import annotations
@@ -139,10 +128,8 @@ class Comm:
     # cores // ranks threads) has no core to spare: the worker then only competes with compute,
     # and ranks preempted mid-sum keep each other waiting at the next barrier. So with shm
     # collectives and one thread, each collective runs where it is submitted, in the same
-    # program order, and its handle is done at once. Seed MLP, 2 ranks on the 2-core development
-    # VM, 3 x 20 steps each with a barrier before every step, slowest rank, ms a step, worker
-    # against calling thread: stage 1 16.1-19.2 against 14.3-15.7, stage 2 18.4-22.7 against
-    # 17.8-21.1, stage 3 18.9-24.3 against 18.0-19.1.
+    # program order, and its handle is done at once (dsbench/decisions.md, "Collectives on the
+    # calling thread").
 
     def _submit(self, fn: Callable[[], object]) -> Handle:
         if self.inline:
@@ -240,12 +227,11 @@ class Comm:
 
     # [Note: the norm's all-reduce]
     # The step's gradient norm is one fp32 sum over ranks, after every rank's backward. Over
-    # gloo a rank waits for it on sockets: on the 2-core development VM the stage-2 step of the
-    # seed MLP (shm collectives, 2 ranks) waited 1.2-1.9 ms a step in that all-reduce, against
-    # 0.22 ms for the same all-reduce in isolation; through shm's all-reduce (barriers on
-    # shared memory) 0.4-0.8 ms. A sum of two ranks is the same bits either way; with more
-    # ranks shm's order (rank order, on one rank, copied to all) may differ from gloo's by an
-    # ulp, and is the same on every rank.
+    # gloo a rank waits for it on sockets, several times longer than the same all-reduce takes
+    # in isolation; shm's all-reduce (barriers on shared memory) waits less (dsbench/decisions.md,
+    # "The norm's all-reduce through shm"). A sum of two ranks is the same bits either way;
+    # with more ranks shm's order (rank order, on one rank, copied to all) may differ from
+    # gloo's by an ulp, and is the same on every rank.
 
     def small_allreduce(self, tensor: torch.Tensor) -> Handle:
         """Sum all-reduce of a few host or device elements (the step's gradient norm): through

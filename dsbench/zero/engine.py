@@ -79,9 +79,9 @@ _NORM_CHUNK = 1 << 16
 def _sq_sum_fp64(g: torch.Tensor) -> torch.Tensor:
     """The sum of squares of ``g`` accumulated in fp64 (as DeepSpeed's ZeRO optimizers take the
     norm of ``g.double()``). On CPUs a chunk at a time through one reused fp64 buffer, each
-    chunk's square-sum a BLAS dot product: a fifth of the time of converting the whole
-    gradient to fp64 and squaring it (a 2M-element shard: 0.8 ms instead of 4.2 ms, one
-    thread), with the same fp64 accumulation; on GPUs one fused reduction."""
+    chunk's square-sum a BLAS dot product: a fraction of the time of converting the whole
+    gradient to fp64 and squaring it (dsbench/decisions.md, "The gradient norm's fp64 square-sum
+    in chunks"), with the same fp64 accumulation; on GPUs one fused reduction."""
     if g.device.type != "cpu" or g.numel() <= _NORM_CHUNK:
         return torch.linalg.vector_norm(g, dtype=torch.float64).square()
     acc = torch.zeros((), dtype=torch.float64)
@@ -339,11 +339,8 @@ class ZeroEngine(Stage3):
     # gradients in place], kernels/autograd.py), added in place once the slot accumulates. So
     # the buffer is never zeroed, no weight-gradient product is allocated, and autograd adds
     # nothing; a slot no gradient reached before its reduction is zeroed then. The bits are
-    # those of zeroing and adding (tests/test_zero_engine.py).
-    # Seed MLP (fp32, 2 ranks, 2 micro-steps): its 4096 x 1024 weight's 16 MiB gradient was
-    # allocated, zeroed and added each micro-step at stage 2. dsbench ab, 6+6 rounds, shm:
-    # x1.41 / x1.34 at stages 1 / 2; gloo: x1.23 / x1.14; all better
-    # (results/vm/*-ab-grad-slots-*).
+    # those of zeroing and adding (tests/test_zero_engine.py). Measured: dsbench/decisions.md,
+    # "Gradients overwrite stale slots".
 
     def _register_grad_hooks(self) -> None:
         for b in self.buckets + self.units:

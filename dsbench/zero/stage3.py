@@ -41,8 +41,7 @@ from dsbench.zero.comm import Handle
 # the next one's backward runs), as DeepSpeed's stage 3 reduces through a bounded bucket: full
 # gradients are never kept for every unit. Each rank takes and returns buffers in the same
 # order (program order), so every rank passes the same buffer to each reduce-scatter.
-# dsbench ab, seed MLP, fp32, 2 ranks, shm, 6+6 rounds: x1.25 (1.11-1.39), better
-# (results/vm/*-ab-stage3-staged-2-*).
+# Measured: dsbench/decisions.md, "Stage 3: staged gradients".
 
 
 # [Note: stage-3 resident]
@@ -201,10 +200,10 @@ class Stage3:
 
         On GPUs torch's caching allocator hands the freed block to the next gather. On CPUs the
         C library returns a freed buffer this large to the kernel, so every gather wrote into
-        fresh pages, one page fault per 4 KiB (on the development VM, 3-4 ms of the 7 ms a
-        16 MiB gather took). The pool plays the caching allocator's part: the memory stays
-        with the process, as the peak held it anyway. A buffer that anything else still
-        references (a view autograd saved) is left to be freed instead."""
+        fresh pages, one page fault per 4 KiB (about half a gather's time: dsbench/decisions.md,
+        "Stage 3: a pool of gather buffers on CPUs"). The pool plays the caching allocator's
+        part: the memory stays with the process, as the peak held it anyway. A buffer that
+        anything else still references (a view autograd saved) is left to be freed instead."""
         use_count = getattr(torch._C, "_storage_Use_Count", None)  # private: may go away
         if self.device.type != "cpu" or use_count is None:
             return

@@ -179,7 +179,7 @@ def _metric_direction(row: Row, metric: str) -> str | None:
 
 
 def _case_interval(
-    claim: Claim, b_row: Row, c_row: Row, field_ratio: float, verdict: compare.Row
+    claim: Claim, b_row: Row, c_row: Row, field_ratio: float, verdict: compare.ComparedRow
 ) -> tuple[float | None, float | None, str]:
     """The 99%/n interval of one case's ratio in the claim's field: compare's interval of the
     primary metric's ratio, carried over to the field (see [Note: claims and verdicts]); or
@@ -275,7 +275,7 @@ def _measured(claim: Claim, runs: Sequence[Run], factor: float = FACTOR) -> dict
     positive = all(r > 0 for r in ratios)
     bounded = positive and all(p["low"] is not None and p["low"] > 0 for p in pairs)
     why = comparisons.dominant_reason(
-        compare.Row(p["id"], "", None, None, None, None, "inconclusive", basis=p["basis"])
+        compare.ComparedRow(p["id"], "", None, None, None, None, "inconclusive", basis=p["basis"])
         for p in pairs
         if p["low"] is None
     )
