@@ -56,3 +56,24 @@ def test_the_check_tells_a_definition_from_a_citation():
     assert DEFINITION.match("[Note: naming the cause] When one rank dies, its peers")
     assert not DEFINITION.match("# See [Note: landing in the reduction]: the reduce-scatter")
     assert not DEFINITION.match("(see [Note: drift over a long run]). Verdict")
+
+
+LEDGER = ROOT / "dsbench" / "decisions.md"
+CITED_ENTRY = re.compile(r'dsbench/decisions\.md,\s*(?:#\s*)?"([^"]+)"')
+
+
+def test_every_entry_cited_from_the_code_is_in_the_ledger():
+    """Code points to the ledger of measurements as ``dsbench/decisions.md, "Entry"``; each such
+    entry is a ``## `` heading there, and each entry names the code it belongs to."""
+    text = LEDGER.read_text()
+    entries = re.findall(r"^## (.+)$", text, re.M)
+    cited: dict[str, list[str]] = {}
+    for path in _sources():
+        joined = re.sub(r"\n\s*(?:#\s*)?", " ", path.read_text(errors="replace"))
+        for m in CITED_ENTRY.finditer(joined):
+            cited.setdefault(m.group(1), []).append(str(path.relative_to(ROOT)))
+    missing = {title: where for title, where in cited.items() if title not in entries}
+    assert not missing, f"cited but not a heading of {LEDGER.name}: {missing}"
+    assert len(cited) >= 10
+    sections = re.split(r"^## .+$", text, flags=re.M)[1:]
+    assert all("*Code:" in s for s in sections), "every entry names its code"

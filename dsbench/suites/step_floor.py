@@ -26,7 +26,7 @@ The phases explain the timed step, so they should add up to it. The first step a
 meets caches the floor's plain model left behind, and one slow step of three moves a mean. So
 one step runs unrecorded first, and each phase is the median over five recorded steps, as the
 timed step is a median. Medians of parts need not add up to the median of the whole (what they
-summed to, before and after: dsbench/decisions.md, "Step phases").
+summed to: dsbench/decisions.md, "Step phases: one unrecorded step, then the median of five").
 """
 
 from __future__ import annotations
