@@ -86,6 +86,9 @@ METRICS: dict[str, tuple[tuple[str, str, Direction], ...]] = {
                 ("tflops", "TFLOP/s", HIGHER)),
     "decode": (("ms_per_token", "ms/token", LOWER), ("tokens_per_s", "tokens/s", HIGHER),
                ("tflops", "TFLOP/s", HIGHER)),
+    # the ceilings a run measures beside its benchmarks (dsbench.suites.ceilings)
+    "stream": (("bandwidth", "GB/s", HIGHER), ("time", "ms", LOWER)),
+    "matmul": (("throughput", "TFLOP/s", HIGHER), ("time", "ms", LOWER)),
 }  # fmt: skip
 """Each benchmark's metrics as (name, unit, direction), the primary first: what a reader of
 result files (asv's included) needs without loading the definitions in :mod:`dsbench.suites`
