@@ -37,6 +37,7 @@ ring are untouched.
 from __future__ import annotations
 
 import concurrent.futures
+import enum
 from collections.abc import Callable
 
 import torch
@@ -61,6 +62,13 @@ def gloo_large_bytes() -> int:
             f"DSBENCH_GLOO_LARGE_BYTES={text!r}: expected a whole number of bytes (0 or more)"
         )
     return int(text)
+
+
+class BufferKind(enum.StrEnum):
+    """The buffers collectives can read in place (:meth:`Comm.shared_zeros`, ``kernels/shm.py``)."""
+
+    REPLICATED = "replicated"  # one copy every rank maps: an all-gather into it moves nothing
+    SYMMETRIC = "symmetric"  # one per rank, all mapped: a reduce-scatter from it copies nothing in
 
 
 class Handle:
@@ -93,9 +101,10 @@ class Comm:
         self._allgather = registry.get("allgather", impls.get("allgather")).load()
         # what allocates buffers the collectives read in place (shm), per kind; None: nothing
         self._buffers = {
-            "replicated": registry.get("allgather", impls.get("allgather")).load_buffers(),
-            "symmetric": registry.get("reduce_scatter", impls.get("reduce_scatter")).load_buffers(),
-        }
+            BufferKind.REPLICATED: registry.get("allgather", impls.get("allgather")).load_buffers(),
+            BufferKind.SYMMETRIC: registry.get("reduce_scatter",
+                                               impls.get("reduce_scatter")).load_buffers(),
+        }  # fmt: skip
         # See [Note: gloo's large collectives]: native collectives over gloo, host tensors
         self._gloo = self.device.type == "cpu" and _is_gloo(group)
         self._large_bytes = gloo_large_bytes()
@@ -207,7 +216,7 @@ class Comm:
             if self._native[op]
         }
 
-    def shared_zeros(self, kind: str, numel: int, dtype: torch.dtype) -> torch.Tensor | None:
+    def shared_zeros(self, kind: BufferKind, numel: int, dtype: torch.dtype) -> torch.Tensor | None:
         """A zero-filled buffer that the collectives read in place (collective, waited for):
         ``replicated`` (one copy every rank maps; an all-gather into it moves nothing) or
         ``symmetric`` (this rank's of one per rank; a reduce-scatter from it copies nothing in),
@@ -223,7 +232,7 @@ class Comm:
     def fence(self) -> Handle:
         """Every rank reaches this point (ordered with the collectives): before writing a
         replicated buffer (:meth:`shared_zeros`) that other ranks may still read."""
-        return self._submit(lambda: self._buffers["replicated"].fence(self.group))
+        return self._submit(lambda: self._buffers[BufferKind.REPLICATED].fence(self.group))
 
     # [Note: the norm's all-reduce]
     # The step's gradient norm is one fp32 sum over ranks, after every rank's backward. Over

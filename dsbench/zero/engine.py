@@ -64,7 +64,7 @@ from torch import nn
 from dsbench.errors import UsageError
 from dsbench.kernels import registry
 from dsbench.zero.buckets import Bucket, GradSlot, Reduction
-from dsbench.zero.comm import Comm, Handle
+from dsbench.zero.comm import BufferKind, Comm, Handle
 from dsbench.zero.offload import HOST, HostCopies
 from dsbench.zero.settings import ZeroSettings
 from dsbench.zero.stage3 import Stage3, Unit
@@ -248,13 +248,13 @@ class ZeroEngine(Stage3):
         # gradients sit where the reduce-scatter reads them without copying them in first
         zero_copy = s.stage in (1, 2) and not (s.offload_optimizer or s.offload_param)
         self.flat_params, self._params_replicated = self._flat(
-            "replicated" if zero_copy else None, total
+            BufferKind.REPLICATED if zero_copy else None, total
         )
         self.flat_grads = None
         if s.stage <= 2 and s.contiguous_gradients:
             # Gradients accumulate in place into one flat buffer (each parameter's .grad is a
             # view). Stage 2 reduces it every micro-step and zeroes each bucket once reduced.
-            kind = "symmetric" if zero_copy and s.reduce_scatter else None
+            kind = BufferKind.SYMMETRIC if zero_copy and s.reduce_scatter else None
             self.flat_grads, _ = self._flat(kind, total)
         start = 0
         for b in self.buckets:
@@ -269,7 +269,7 @@ class ZeroEngine(Stage3):
         if self._params_replicated:  # every rank wrote the same weights; nobody reads early
             self.comm.fence().wait()
 
-    def _flat(self, shared: str | None, numel: int) -> tuple[torch.Tensor, bool]:
+    def _flat(self, shared: BufferKind | None, numel: int) -> tuple[torch.Tensor, bool]:
         """A zero-filled flat buffer in the compute dtype: the collectives' ``shared`` kind
         (``Comm.shared_zeros``) where they offer it, else private memory; and whether shared."""
         buf = self.comm.shared_zeros(shared, numel, self.dtype) if shared else None

@@ -6,13 +6,14 @@ this; the engine holds the state it uses (``units``, ``_order``, ``_recording``.
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from dsbench.zero.buckets import Bucket, GradSlot
-from dsbench.zero.comm import Handle
+from dsbench.zero.comm import BufferKind, Handle
 
 # [Note: stage-3 reuse]
 # Between its forward and its backward a stage-3 unit is normally released (its full weights
@@ -69,12 +70,18 @@ class InFlight:
     handle: Handle
 
 
-class Unit(Bucket):
-    """Stage 3: one module's partitioned parameters, whole only while in use.
+class UnitState(enum.Enum):
+    """Where a stage-3 unit's full weights are (FSDP's ``ShardedState``, with a gather in
+    flight and the resident case apart)."""
 
-    Its gather state is one of three: released (``gathered`` and ``in_flight`` None, the
-    parameters' ``data`` empty), in flight (``in_flight`` set), or gathered (``gathered`` holds
-    the full run and the parameters point into it)."""
+    RELEASED = "released"  # only this rank's shard; the parameters' ``data`` empty
+    IN_FLIGHT = "in flight"  # an all-gather submitted, not yet waited for (``in_flight``)
+    GATHERED = "gathered"  # ``gathered`` holds the full run; the parameters point into it
+    RESIDENT = "resident"  # one copy per host, always gathered ([Note: stage-3 resident])
+
+
+class Unit(Bucket):
+    """Stage 3: one module's partitioned parameters, whole only while in use (:attr:`state`)."""
 
     def __init__(self, module: nn.Module, params: list[nn.Parameter], world: int, rank: int):
         super().__init__(params, world, rank, sharded=True)
@@ -90,6 +97,15 @@ class Unit(Bucket):
         # its gradients' buffer from its backward to its reduction ([Note: stage-3 staged
         # gradients]); None: autograd's own tensors
         self.grad_buffer: torch.Tensor | None = None
+
+    @property
+    def state(self) -> UnitState:
+        """The unit's :class:`UnitState`, from the buffers it holds."""
+        if self.resident is not None:
+            return UnitState.RESIDENT
+        if self.in_flight is not None:
+            return UnitState.IN_FLIGHT
+        return UnitState.RELEASED if self.gathered is None else UnitState.GATHERED
 
 
 class Stage3:
@@ -147,7 +163,7 @@ class Stage3:
         if not self.units or s.offload_param or s.offload_optimizer:
             return None
         total = sum(u.padded for u in self.units)
-        resident = self.comm.shared_zeros("replicated", total, self.dtype)
+        resident = self.comm.shared_zeros(BufferKind.REPLICATED, total, self.dtype)
         self._units_resident = resident is not None
         return resident
 
@@ -160,7 +176,7 @@ class Stage3:
         unit.bind(full)
 
     def _start_gather(self, unit: Unit) -> None:
-        if unit.gathered is not None or unit.in_flight is not None:
+        if unit.state is not UnitState.RELEASED:
             return
         pooled = self._gather_pool.get(unit.padded)
         if pooled:
@@ -175,17 +191,17 @@ class Stage3:
 
     def _gather(self, unit: Unit) -> None:
         self._start_gather(unit)
-        if unit.in_flight is not None:
+        if unit.state is UnitState.IN_FLIGHT:
             with self._phase("allgather_wait"):
                 unit.in_flight.handle.wait()
             unit.gathered, unit.in_flight = unit.in_flight.buffer, None
             unit.bind(unit.gathered)
 
     def _release(self, unit: Unit) -> None:
-        if unit.resident is not None:  # always whole ([Note: stage-3 resident])
+        if unit.state is UnitState.RESIDENT:  # always whole ([Note: stage-3 resident])
             return
         buffer = unit.gathered
-        if unit.in_flight is not None:  # a prefetch that was not used: finish it first
+        if unit.state is UnitState.IN_FLIGHT:  # a prefetch that was not used: finish it first
             unit.in_flight.handle.wait()
             buffer, unit.in_flight = unit.in_flight.buffer, None
         unit.gathered = None
@@ -270,7 +286,7 @@ class Stage3:
         if not unit.slots or unit.grad_buffer is not None:
             return
         pooled = self._grad_pool.get(unit.numel)  # by size: the padding is never written
-        buffer = pooled.pop() if pooled else self._flat("symmetric", unit.padded)[0]
+        buffer = pooled.pop() if pooled else self._flat(BufferKind.SYMMETRIC, unit.padded)[0]
         unit.grad_buffer = buffer
         for slot, off, n, shape in zip(
             unit.slots, unit.offsets, unit.numels, unit.shapes, strict=True
