@@ -77,7 +77,7 @@ def _layout(engine) -> list[dict]:
             "owned": b.owned,
             "sharded": b.owned != b.padded,
         }
-        for b in engine._all_owned()
+        for b in engine.owned_buckets()
     ]
 
 
@@ -150,7 +150,7 @@ def save_checkpoint(
         shutil.rmtree(partial, ignore_errors=True)  # what a save that was killed left
         partial.mkdir()
     barrier()
-    owned = engine._all_owned()
+    owned = engine.owned_buckets()
     shard = {
         "master": torch.cat([b.master.detach().reshape(-1) for b in owned]).cpu(),
         "exp_avg": torch.cat([b.exp_avg.reshape(-1) for b in owned]).cpu(),
@@ -305,11 +305,11 @@ def load_checkpoint(engine, directory: str | Path, tag: str | None = None) -> di
     if meta["layout"] != _layout(engine):
         raise CheckpointError(f"{held} for a different model (parameter layout differs)")
     shard = _load_shard(path, meta, engine.rank)
-    if shard["master"].numel() != sum(b.owned for b in engine._all_owned()):
+    if shard["master"].numel() != sum(b.owned for b in engine.owned_buckets()):
         raise CheckpointError(f"{held}: rank {engine.rank}'s shard has the wrong size")
     start = 0
     engine._before_param_writes()  # a master may be a slice of parameters other ranks read
-    for b in engine._all_owned():
+    for b in engine.owned_buckets():
         sl = slice(start, start + b.owned)
         with torch.no_grad():
             b.master.copy_(shard["master"][sl])

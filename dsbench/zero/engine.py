@@ -296,7 +296,7 @@ class ZeroEngine(Stage3):
     def _build_optimizer_state(self) -> None:
         """fp32 master weights, gradients and Adam moments for the owned slices only (on the
         device, or in host memory with offload_optimizer)."""
-        everything = self.buckets + self.units
+        everything = self.owned_buckets()
         owned = sum(b.owned for b in everything)
         current = [
             b.shard
@@ -343,7 +343,7 @@ class ZeroEngine(Stage3):
     # "Gradients overwrite stale slots".
 
     def _register_grad_hooks(self) -> None:
-        for b in self.buckets + self.units:
+        for b in self.owned_buckets():
             slots = b.slots or [None] * len(b.params)
             for p, slot in zip(b.params, slots, strict=True):
                 self._hooks.append(
@@ -470,7 +470,7 @@ class ZeroEngine(Stage3):
         if self.settings.loss_scaler is not None:
             scale *= self.settings.loss_scaler.scale
         (loss * scale).backward()
-        for b in self.buckets + self.units:  # buckets whose hooks did not all fire (unused params)
+        for b in self.owned_buckets():  # buckets whose hooks did not all fire (unused params)
             if not b.reduced and self._reduces_now(b):
                 for slot in b.slots:  # stale: no gradient arrived
                     slot.zero()
@@ -496,13 +496,15 @@ class ZeroEngine(Stage3):
         s = self.settings
         return s.lr_at(self.global_steps) if s.lr_at is not None else s.lr
 
-    def _all_owned(self) -> list[Bucket]:
+    def owned_buckets(self) -> list[Bucket]:
+        """Every run of parameters a rank owns a slice of: the stage-0-2 style buckets (at stage
+        3 the persistent parameters'), then the stage-3 units."""
         return self.buckets + self.units
 
     def _global_sq_norm(self) -> torch.Tensor:
         """Sum of squared gradients over all owned slices, summed over ranks (stage >= 1)."""
         local = torch.zeros((), device=self.opt_device)
-        for b in self._all_owned():
+        for b in self.owned_buckets():
             # the square-sum its reduction fused ([Note: landing in the reduction]), else now
             local += (b.sq if b.sq is not None else _sq_sum_fp64(b.grad)).float()
             b.sq = None
@@ -523,7 +525,7 @@ class ZeroEngine(Stage3):
         if not boundary:
             return False
         s = self.settings
-        owned = self._all_owned()
+        owned = self.owned_buckets()
         if self._host is not None:
             self._host.before_host_writes()
         inv_scale = 1.0 / s.loss_scaler.scale if s.loss_scaler is not None else 1.0
@@ -614,7 +616,7 @@ class ZeroEngine(Stage3):
         """The whole model in fp32, gathered from the owned slices (collective: all ranks call)."""
         out = {}
         names = {id(p): n for n, p in self.module.named_parameters()}
-        for b in self._all_owned():
+        for b in self.owned_buckets():
             full = torch.empty(b.padded, device=self.device)
             if b.owned != b.padded:
                 self.comm.allgather(full, b.master.to(self.device, copy=True)).wait()
@@ -642,7 +644,7 @@ class ZeroEngine(Stage3):
         for h in self._hooks:
             h.remove()
         self._hooks.clear()
-        for b in self.buckets + self.units:
+        for b in self.owned_buckets():
             for slot in b.slots:
                 vars(slot.param).pop("grad_sink", None)
         self.comm.close()
