@@ -155,7 +155,7 @@ class GradSlot:
             self.stale = False
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Reduction:
     """A bucket's gradient reduction, submitted; the engine's ``_land`` finishes it."""
 

@@ -408,7 +408,9 @@ class ZeroEngine(Stage3):
                 fresh = False
         # reduced every micro-step (stage >= 2): the next micro-step's gradients overwrite it
         clear_slots = s.stage >= 2 and contiguous
-        self._pending.append((handle, Reduction(b, out, full, add, fresh, clear_slots, landed)))
+        reduction = Reduction(bucket=b, out=out, full=full, add=add, fresh=fresh,
+                              clear_slots=clear_slots, landed=landed)  # fmt: skip
+        self._pending.append((handle, reduction))
         if not s.overlap_comm:
             self._drain()
 
