@@ -225,6 +225,45 @@ class Run:
         return self.record.source
 
     @property
+    def suite(self) -> str | None:
+        return records.value_or(self.record.suite)
+
+    @property
+    def purpose(self) -> str | None:
+        """Why the run was made, where not a plain run: ``noise``, ``soak``."""
+        return records.value_or(self.record.purpose)
+
+    @property
+    def ab(self) -> dict | None:
+        """After ``dsbench ab``: the pair's block (id, side, spec, rounds, order, other run)."""
+        return records.value_or(self.record.ab)
+
+    @property
+    def soak(self) -> dict | None:
+        return records.value_or(self.record.soak)
+
+    @property
+    def argv(self) -> list[str] | None:
+        return records.value_or(self.record.argv)
+
+    @property
+    def wall_s(self) -> float | None:
+        return records.value_or(self.record.wall_s)
+
+    @property
+    def profile(self) -> dict | None:
+        """The hardware profile the run's shares of peak divide by, as stored."""
+        return records.value_or(self.record.profile)
+
+    @property
+    def env(self) -> dict:
+        return self.record.env
+
+    @property
+    def launches(self) -> list[dict] | None:
+        return records.value_or(self.record.launches)
+
+    @property
     def benchmarks(self) -> dict[str, dict]:
         """The rows' JSON by id."""
         return {row["id"]: row for row in self.doc["benchmarks"]}

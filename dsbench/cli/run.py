@@ -281,7 +281,7 @@ def _compare_with_previous(root: Path, doc: dict) -> None:
         for r in runs
         if r is not this
         and r.machine == doc["machine"]
-        and r.doc.get("suite") == doc["suite"]
+        and r.suite == doc["suite"]
         and r.created <= doc["created"]
     ]
     if this is None or not earlier:

@@ -120,7 +120,7 @@ def compare_rows(
 def ab_level(base: Run, cont: Run) -> float:
     """The level the two sides of one ``dsbench ab --until-decided`` were decided at (its last
     look's, [Note: looking at the data as rounds come in]); 0.99 for any other pair."""
-    a, b = base.doc.get("ab") or {}, cont.doc.get("ab") or {}
+    a, b = base.ab or {}, cont.ab or {}
     seq = a.get("sequential") or {}
     if a.get("id") and a.get("id") == b.get("id") and seq.get("level"):
         return float(seq["level"])
@@ -153,7 +153,7 @@ def _row(bid, unit, direction, b_rounds, c_rounds, v: Verdict, envs) -> Compared
 def noise_figures(runs: list[Run], machine: str) -> tuple[Run | None, dict[str, Noise]]:
     """The newest noise calibration of ``machine`` (a run ``dsbench noise`` wrote) and its
     figure per benchmark id: the spread of the log launch medians, with launches - 1 df."""
-    calib = [r for r in runs if r.doc.get("purpose") == "noise" and r.machine == machine]
+    calib = [r for r in runs if r.purpose == "noise" and r.machine == machine]
     if not calib:
         return None, {}
     run = calib[-1]
@@ -231,7 +231,7 @@ def report(
         if calib is not None:
             notes.append(
                 f"noise figure: {calib.describe()}, the newest A/A calibration of "
-                f"{calib.machine} ({len(calib.doc.get('launches') or [])} launches), for rows "
+                f"{calib.machine} ({len(calib.launches or [])} launches), for rows "
                 "with one launch on a side"
             )
     unit = "round" if same_run else "launch"
@@ -239,7 +239,7 @@ def report(
     if level != 0.99:
         notes.append(
             f"judged at the {level:.4%} level of the A/B's last look "
-            f"({(base.run.doc['ab'].get('sequential') or {}).get('looks')} looks, "
+            f"({(base.run.ab.get('sequential') or {}).get('looks')} looks, "
             "dsbench ab --until-decided): the error rate is spent over its looks"
         )
     rows = compare_rows(base.rows, cont.rows, factor, level, envs=envs, unit=unit, noise=noise)

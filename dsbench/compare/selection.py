@@ -216,7 +216,7 @@ def selector_axis(sel: Selector, run: Run) -> str:
 def ab_hint(axis: str, base: Run) -> str:
     """The `dsbench ab` command that measures both sides of ``axis`` in alternating rounds."""
     value = base.fields.get(axis)
-    suite = base.doc.get("suite") or "quick"
+    suite = base.suite or "quick"
     sides = {
         "deepspeed": (f"deepspeed={value}", "deepspeed=VERSION"),
         "python": (f"python={value}", "python=VERSION"),
@@ -230,7 +230,7 @@ def _closest_other(runs: list[Run], base: Run, sel: Selector) -> tuple[Run, str]
     differences, newest among equals) that differs on the selector's own axis."""
     axis = selector_axis(sel, base)
     candidates = [
-        (r.doc.get("suite") != base.doc.get("suite"), len(confounders(base, r, {axis})), -i, r)
+        (r.suite != base.suite, len(confounders(base, r, {axis})), -i, r)
         for i, r in enumerate(runs)
         if r is not base
         and r.fields.get(axis) != base.fields.get(axis)
@@ -309,7 +309,7 @@ def confounders(base: Run, cont: Run, axes: set[str]) -> list[str]:
 
 
 def is_asv(run: Run) -> bool:
-    return run.doc.get("source") == "asv"
+    return run.source == "asv"
 
 
 def axes_of(*selectors: Selector | None) -> set[str]:

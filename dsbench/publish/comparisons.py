@@ -134,7 +134,7 @@ class AxisResult:
 
 
 def group_key(run: Run) -> tuple[str, str]:
-    return run.source, str(run.doc.get("suite") or "-")
+    return run.source, str(run.suite or "-")
 
 
 def group_name(key: tuple[str, str]) -> str:
@@ -151,7 +151,7 @@ def groups(runs: Iterable[Run]) -> dict[tuple[str, str], list[Run]]:
 
 def is_noise(run: Run) -> bool:
     """A noise calibration (``dsbench noise``): an A/A run, never a side of a comparison."""
-    return run.doc.get("purpose") == "noise"
+    return run.purpose == "noise"
 
 
 def ab_pair(
@@ -162,7 +162,7 @@ def ab_pair(
     with the note that says so."""
     sides: dict[str, dict[str, Run]] = {}
     for run in runs:
-        ab = run.doc.get("ab")
+        ab = run.ab
         if isinstance(ab, dict) and ab.get("id") and ab.get("side") in ("baseline", "contender"):
             sides.setdefault(str(ab["id"]), {})[ab["side"]] = run
     found = None
@@ -173,7 +173,7 @@ def ab_pair(
         if not (b_sel.matches(b) and c_sel.matches(c)):
             b, c = c, b  # measured the other way round
         if b_sel.matches(b) and c_sel.matches(c) and not (b_sel.matches(c) or c_sel.matches(b)):
-            specs = " vs ".join(str(r.doc["ab"].get("spec") or "?") for r in (b, c))
+            specs = " vs ".join(str(r.ab.get("spec") or "?") for r in (b, c))
             found = (b, c, f"measured together by dsbench ab {ab_id} ({specs}) in alternating "
                            "rounds, each a fresh process")  # fmt: skip
     return found

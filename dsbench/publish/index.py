@@ -92,7 +92,7 @@ def _run_row(site: Site, run: Run) -> list[Any]:
         el("span", when(run.created), title=run.created, cls="nowrap"),
         link(site.run_href(run, 0), run.id),
         join([run.label or "", *run_role(run)], " "),
-        run.doc.get("suite") or "",
+        run.suite or "",
         run.source,
         f.get("device") or f.get("cpu") or "-",
         (f.get("commit") or "-")[:12],
@@ -123,11 +123,11 @@ def _more_list() -> Html:
 
 def run_role(run: Run) -> list[Html]:
     """Tags for runs made for comparing: a side of a ``dsbench ab`` pair, a noise calibration."""
-    ab = run.doc.get("ab")
+    ab = run.ab
     tags = []
     if isinstance(ab, dict) and ab.get("side"):
         tags.append(el("span", f"ab {ab['side']}: {ab.get('spec') or '?'}", cls="tag"))
-    if run.doc.get("purpose") == "noise":
+    if run.purpose == "noise":
         tags.append(el("span", "noise calibration", cls="tag"))
     return tags
 

@@ -94,7 +94,7 @@ def model_case(name: str, params: dict, profile: str | Profile) -> Floor:
 
 
 def run_profile_name(run: Run) -> str | None:
-    return (run.doc.get("profile") or {}).get("name")
+    return (run.profile or {}).get("name")
 
 
 def measured_seconds(row: Row) -> float | None:
@@ -136,7 +136,7 @@ def stored_profile(runs: Iterable[Run], name: str) -> Profile | None:
     (e.g. the CPU's calibrated bandwidth), or None. A run that did not calibrate (``dsbench
     soak`` stores the profile uncalibrated) is passed over."""
     for run in sorted(runs, key=lambda r: (r.created, r.id), reverse=True):
-        stored = run.doc.get("profile") or {}
+        stored = run.profile or {}
         if stored.get("name") == name and "peak_tflops" in stored:
             try:
                 profile = Profile.from_dict(stored)

@@ -250,7 +250,7 @@ def rows_table(run: Run) -> Html:
 def history_page(site: Site) -> None:
     groups: dict[tuple[str, str, str], list[Run]] = {}
     for run in site.runs:
-        key = (run.source, run.machine, str(run.doc.get("suite") or "-"))
+        key = (run.source, run.machine, str(run.suite or "-"))
         groups.setdefault(key, []).append(run)
     body: list[Any] = [
         el(

@@ -55,7 +55,7 @@ def as_int(value: Any) -> int | None:
 
 
 def is_soak(run: Run) -> bool:
-    return run.source == "dsbench" and run.doc.get("suite") == "soak"
+    return run.source == "dsbench" and run.suite == "soak"
 
 
 @dataclass
@@ -80,7 +80,7 @@ class SoakFile:
         rows = [r for r in run.rows.values() if r.name.startswith("soak.")]
         params = next((r.params for r in rows), {})
         params = {k: v for k, v in params.items() if k != "rank"}
-        return cls(run, f"soak-{index + 1}", params, as_dict(run.doc.get("soak")), rows)
+        return cls(run, f"soak-{index + 1}", params, as_dict(run.soak), rows)
 
     def row(self, name: str) -> list[Row]:
         return [r for r in self.rows if r.name == name]
@@ -197,7 +197,7 @@ def engine_text(soak: SoakFile) -> str:
 
 def machine_text(run: Run) -> str:
     """``devbox: CPU only (Xeon, 2 logical CPUs)`` or ``box: 8 × NVIDIA H100``."""
-    env = run.doc.get("env") or {}
+    env = run.env or {}
     cpu = as_dict(env.get("cpu"))
     cores = as_int(cpu.get("affinity_cpus")) or as_int(cpu.get("logical_cpus"))
     cpu_text = ", ".join(str(x) for x in (cpu.get("model"), cores and f"{cores} logical CPUs") if x)
@@ -218,7 +218,7 @@ def short_text(soak: SoakFile) -> str:
         f"offload: {soak.offload()}" if soak.offload() != "none" else "no offload",
         f"{p.get('model', '?')}, {p.get('nproc', '?')} ranks",
         f"{steps:,} steps" if steps is not None else "steps not recorded",
-        duration(finite(soak.run.doc.get("wall_s"))),
+        duration(finite(soak.run.wall_s)),
     ]
     status = soak.section.get("status")
     if status not in (None, "complete"):

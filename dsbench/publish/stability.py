@@ -82,7 +82,7 @@ def facts(site: Site, soak: SoakFile) -> list[tuple[Any, Any]]:
         length += f"; the reference run trained {trained:,}"
     faults = [as_dict(f).get("action") for f in as_list(s.get("faults"))]
     kinds = ", ".join(f"{faults.count(a)} {a}" for a in ("kill", "hang", "term"))
-    argv = " ".join(["dsbench", *map(str, as_list(run.doc.get("argv")))])
+    argv = " ".join(["dsbench", *map(str, as_list(run.argv))])
     sampling = (
         f"every {s.get('sample_every', '?')} steps; checkpoint every "
         f"{s.get('checkpoint_every', '?')}; warm-up {soak.warmup() or '?'} steps; hang "
@@ -100,12 +100,12 @@ def facts(site: Site, soak: SoakFile) -> list[tuple[Any, Any]]:
         ("model", p.get("model", "-")),
         ("ranks", p.get("nproc", "-")),
         ("job", length),
-        ("wall time", duration(finite(run.doc.get("wall_s")))),
+        ("wall time", duration(finite(run.wall_s))),
         ("training time", trained_text),
         ("faults", kinds if faults else "none"),
         ("sampling", sampling if s else "-"),
         ("machine", machine_text(run)),
-        ("command", el("code", argv) if run.doc.get("argv") else "-"),
+        ("command", el("code", argv) if run.argv else "-"),
         ("status", soak.section.get("status") or "-"),
     ]
     if soak.merged:
