@@ -9,29 +9,29 @@ import torch
 from dsbench.zero.stage3 import Stage3
 
 
-def _engine(device: str):
-    return types.SimpleNamespace(device=torch.device(device), _gather_pool={})
+def _stage3(device: str) -> Stage3:
+    return Stage3(types.SimpleNamespace(device=torch.device(device)))  # what _recycle reads
 
 
 def test_an_unreferenced_buffer_is_pooled_by_size():
-    engine = _engine("cpu")
+    stage3 = _stage3("cpu")
     buffer = torch.empty(8)
-    Stage3._recycle(engine, buffer)
-    assert engine._gather_pool == {8: [buffer]}
+    stage3._recycle(buffer)
+    assert stage3.gather_pool == {8: [buffer]}
 
 
 def test_a_buffer_with_a_live_view_is_left_to_be_freed():
-    engine = _engine("cpu")
+    stage3 = _stage3("cpu")
     buffer = torch.empty(8)
     saved = buffer[2:4].view(2, 1)  # as a view saved for backward would hold it
-    Stage3._recycle(engine, buffer)
-    assert engine._gather_pool == {}
+    stage3._recycle(buffer)
+    assert stage3.gather_pool == {}
     del saved
-    Stage3._recycle(engine, buffer)
-    assert engine._gather_pool == {8: [buffer]}
+    stage3._recycle(buffer)
+    assert stage3.gather_pool == {8: [buffer]}
 
 
 def test_no_pool_off_cpus():
-    engine = _engine("meta")
-    Stage3._recycle(engine, torch.empty(8, device="meta"))
-    assert engine._gather_pool == {}
+    stage3 = _stage3("meta")
+    stage3._recycle(torch.empty(8, device="meta"))
+    assert stage3.gather_pool == {}

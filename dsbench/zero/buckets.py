@@ -166,3 +166,39 @@ class Reduction:
     fresh: bool  # ``out`` is a buffer of its own (may be scaled in place)
     clear_slots: bool  # ``full`` is the flat gradient buffer's, cleared once reduced (stage >= 2)
     landed: bool = False  # the collective landed it itself ([Note: landing in the reduction])
+
+
+NORM_CHUNK = 1 << 16
+"""Elements per fp64 chunk of the gradient norm on CPUs: 512 KiB, cache-resident."""
+
+
+def sq_sum_fp64(g: torch.Tensor) -> torch.Tensor:
+    """The sum of squares of ``g`` accumulated in fp64 (as DeepSpeed's ZeRO optimizers take the
+    norm of ``g.double()``). On CPUs a chunk at a time through one reused fp64 buffer, each
+    chunk's square-sum a BLAS dot product: a fraction of the time of converting the whole
+    gradient to fp64 and squaring it (dsbench/decisions.md, "The gradient norm's fp64 square-sum
+    in chunks"), with the same fp64 accumulation; on GPUs one fused reduction."""
+    if g.device.type != "cpu" or g.numel() <= NORM_CHUNK:
+        return torch.linalg.vector_norm(g, dtype=torch.float64).square()
+    acc = torch.zeros((), dtype=torch.float64)
+    buf = torch.empty(NORM_CHUNK, dtype=torch.float64)
+    for chunk in g.reshape(-1).split(NORM_CHUNK):
+        d = buf[: chunk.numel()]
+        d.copy_(chunk)
+        acc += torch.dot(d, d)
+    return acc
+
+
+def split_runs(params: list[nn.Parameter], limit: int) -> list[list[nn.Parameter]]:
+    """Consecutive runs of at most ``limit`` elements, in reverse registration order (the
+    order gradients roughly arrive in backward)."""
+    groups, current, size = [], [], 0
+    for p in reversed(params):
+        if current and size + p.numel() > limit:
+            groups.append(current)
+            current, size = [], 0
+        current.append(p)
+        size += p.numel()
+    if current:
+        groups.append(current)
+    return groups

@@ -21,28 +21,16 @@ partitions:
   ``stage3_param_persistence_threshold`` elements (and parameters shared between modules) stay
   whole on every rank, in stage-2 style buckets.
 
-ZeRO-Offload (``offload_optimizer`` / ``offload_param`` with ``device: "cpu"``, stages 1–3 /
-stage 3): the fp32 master weights, the gradient shard and Adam's moments (and with
-``offload_param`` the parameter shards) live in host memory, the optimizer step runs there, and
-:mod:`dsbench.zero.offload` moves gradients to the host and weights back. On a CPU device the
-arithmetic is exactly that of the same stage without offload.
+ZeRO-Offload (``offload_optimizer`` / ``offload_param``, :mod:`dsbench.zero.offload`): the
+optimizer's state (and the parameter shards) live in host memory and the step runs there; on a
+CPU device the arithmetic is that of the same stage without offload.
 
 Common to all stages: ``overlap_comm`` launches a bucket's collective from the gradient hook that
-completes it, while backward continues (see :mod:`dsbench.zero.comm`; shm collectives on ranks
-with one thread run in the hook itself, [Note: collectives on the calling thread] there);
-``contiguous_gradients`` keeps gradients in one flat buffer instead of per-parameter tensors;
-fp16 (dynamic loss scaling: overflowing steps are skipped) and bf16 train with fp32 master
-weights in the optimizer shard; gradient accumulation divides the loss by the number of
-micro-steps; gradient clipping uses the global norm across all shards. The optimizer step and
-the collectives come from the kernel registry (``adamw``, ``allreduce``, ``reduce_scatter``,
-``allgather``): the engine does not know which implementation it got.
-
-On one host with the ``shm`` collectives (CPUs), buffers that every rank maps replace copies
-(``kernels/shm.py``, "Zero-copy buffers"): at stages 1–2 the parameters are one copy per host
-(each rank writes its updated slice into it, so the all-gather after the step moves nothing) and
-the flat gradients sit where the reduce-scatter reads them; at stage 3 the units' full weights
-are that one copy and are never gathered or released ([Note: stage-3 resident] in
-:mod:`dsbench.zero.stage3`). Results are the same bits as with the copying collectives.
+completes it (:mod:`dsbench.zero.comm`); ``contiguous_gradients`` keeps gradients in one flat
+buffer; fp16 (dynamic loss scaling) and bf16 train with fp32 master weights; clipping uses the
+global norm over all shards. The optimizer step and the collectives come from the kernel
+registry: the engine does not know which implementation it got. With the ``shm`` collectives
+(CPUs) buffers every rank maps replace copies (``kernels/shm.py``; [Note: stage-3 resident]).
 
 The API mirrors DeepSpeed's engine, so a training loop runs unchanged on either::
 
@@ -55,45 +43,22 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable
 
 import torch
 import torch.distributed as dist
 from torch import nn
 
-from dsbench.errors import UsageError
 from dsbench.kernels import registry
-from dsbench.zero.buckets import Bucket, GradSlot, Reduction
+from dsbench.zero.buckets import Bucket, GradSlot, Reduction, split_runs, sq_sum_fp64
 from dsbench.zero.comm import BufferKind, Comm, Handle
-from dsbench.zero.offload import HOST, HostCopies
+from dsbench.zero.offload import HOST, HostCopies, optimizer_kernel
 from dsbench.zero.settings import ZeroSettings
 from dsbench.zero.stage3 import Stage3, Unit
 
 __all__ = ["ZeroEngine", "ZeroSettings"]
 
 
-_NORM_CHUNK = 1 << 16
-"""Elements per fp64 chunk of the gradient norm on CPUs: 512 KiB, cache-resident."""
-
-
-def _sq_sum_fp64(g: torch.Tensor) -> torch.Tensor:
-    """The sum of squares of ``g`` accumulated in fp64 (as DeepSpeed's ZeRO optimizers take the
-    norm of ``g.double()``). On CPUs a chunk at a time through one reused fp64 buffer, each
-    chunk's square-sum a BLAS dot product: a fraction of the time of converting the whole
-    gradient to fp64 and squaring it (dsbench/decisions.md, "The gradient norm's fp64 square-sum
-    in chunks"), with the same fp64 accumulation; on GPUs one fused reduction."""
-    if g.device.type != "cpu" or g.numel() <= _NORM_CHUNK:
-        return torch.linalg.vector_norm(g, dtype=torch.float64).square()
-    acc = torch.zeros((), dtype=torch.float64)
-    buf = torch.empty(_NORM_CHUNK, dtype=torch.float64)
-    for chunk in g.reshape(-1).split(_NORM_CHUNK):
-        d = buf[: chunk.numel()]
-        d.copy_(chunk)
-        acc += torch.dot(d, d)
-    return acc
-
-
-class ZeroEngine(Stage3):
+class ZeroEngine:
     """Train ``model`` with ZeRO stage ``settings.stage`` over the process group ``group``."""
 
     def __init__(
@@ -117,7 +82,7 @@ class ZeroEngine(Stage3):
         offload = s.offload_optimizer or s.offload_param
         self._host = HostCopies(self.device, s.pin_memory) if offload else None
         self.opt_device = HOST if s.offload_optimizer else self.device  # where the step runs
-        self._adamw = self._optimizer_kernel()
+        self._adamw = optimizer_kernel(s)
         # The host step of an offloaded optimizer is torch's fused AdamW unless told otherwise:
         # on CPUs it is several times faster than the default (as DeepSpeed's CPU Adam is fused)
         self._fused = s.fused_optimizer
@@ -137,17 +102,8 @@ class ZeroEngine(Stage3):
         self.flat_params: torch.Tensor | None = None
         self.flat_grads: torch.Tensor | None = None
         self._params_replicated = False  # flat_params is one copy every rank maps (shm)
-        self._units_resident = False  # stage 3: so are the units ([Note: stage-3 resident])
-        # stage 3: partitioned modules, their first-forward order (for prefetching), and
-        # whether that order is still being recorded (the first forward)
-        self.units: list[Unit] = []
-        self._unit_of_module: dict[nn.Module, Unit] = {}
-        self._order: list[Unit] = []
-        self._recording = True
-        # released units' gather buffers by size, for the next gathers (CPUs; Stage3._recycle)
-        self._gather_pool: dict[int, list[torch.Tensor]] = {}
-        # landed units' gradient buffers by unit size ([Note: stage-3 staged gradients])
-        self._grad_pool: dict[int, list[torch.Tensor]] = {}
+        # stage 3's units and their gathering (none below stage 3)
+        self.stage3 = Stage3(self)
         # optimizer state: flat fp32 runs over every owned slice, and Adam's step per bucket
         self._master_flat: torch.Tensor | None = None  # None: every master is the parameter
         self._grad_flat: torch.Tensor | None = None
@@ -162,7 +118,7 @@ class ZeroEngine(Stage3):
         model.to(dtype=s.dtype)
         params = [p for p in model.parameters() if p.requires_grad]
         if s.stage == 3:
-            self._build_stage3(params)
+            self.stage3.build(params)
         else:
             self._build_buckets(params)
         self._build_optimizer_state()
@@ -194,23 +150,6 @@ class ZeroEngine(Stage3):
         in phase ``name`` as its wait would be; else nothing (the wait is timed)."""
         return self._phase(name) if self.comm.inline else contextlib.nullcontext()
 
-    def _optimizer_kernel(self) -> Callable:
-        s = self.settings
-        impl = registry.get("adamw", s.kernels.get("adamw"))
-        if s.offload_optimizer:
-            ok, why = impl.available("cpu")
-            if not ok:  # the step runs on host tensors
-                raise UsageError(
-                    f"adamw implementation '{impl.name}' cannot run the offloaded optimizer step "
-                    f"on the host ({why}); choose one of: "
-                    + ", ".join(
-                        n
-                        for n in registry.names("adamw")
-                        if registry.get("adamw", n).available("cpu")[0]
-                    )
-                )
-        return impl.load()
-
     # ------------------------------------------------------------------ layout
 
     def _sync_params_from_rank0(self) -> None:
@@ -221,26 +160,12 @@ class ZeroEngine(Stage3):
                 lambda p=p, src=src: dist.broadcast(p.data, src, group=self.group)
             ).wait()
 
-    def _split(self, params: list[nn.Parameter], limit: int) -> list[list[nn.Parameter]]:
-        """Consecutive runs of at most ``limit`` elements, in reverse registration order (the
-        order gradients roughly arrive in backward)."""
-        groups, current, size = [], [], 0
-        for p in reversed(params):
-            if current and size + p.numel() > limit:
-                groups.append(current)
-                current, size = [], 0
-            current.append(p)
-            size += p.numel()
-        if current:
-            groups.append(current)
-        return groups
-
     def _build_buckets(self, params: list[nn.Parameter]) -> None:
         """Stages 0–2: full parameters live in one flat buffer, bucket by bucket."""
         s, sharded = self.settings, self.settings.stage >= 1
         self.buckets = [
             Bucket(g, self.world, self.rank, sharded)
-            for g in self._split(params, max(1, s.reduce_bucket_size))
+            for g in split_runs(params, max(1, s.reduce_bucket_size))
         ]
         total = sum(b.padded for b in self.buckets)
         # Stages 1-2 on collectives that read buffers in place (shm on CPUs): the parameters are
@@ -282,7 +207,7 @@ class ZeroEngine(Stage3):
         forward and backward are done) before any rank writes its updated slice. ``met``: every
         rank has just been through a collective it issued after its backward (the step's norm
         all-reduce), so none still reads them and no further wait is needed."""
-        if (self._params_replicated or self._units_resident) and not met:
+        if (self._params_replicated or self.stage3.resident) and not met:
             self.comm.fence().wait()
 
     # ------------------------------------------------------------------ optimizer state
@@ -455,9 +380,9 @@ class ZeroEngine(Stage3):
                 slot.clear()
         if isinstance(b, Unit):
             if b.grad_buffer is not None:
-                self._unstage_grads(b)
+                self.stage3.unstage_grads(b)
             if not self._keep_until_step():  # [Note: stage-3 reuse]
-                self._release(b)
+                self.stage3.release(b)
 
     def _drain(self) -> None:
         for handle, reduction in self._pending:
@@ -484,10 +409,10 @@ class ZeroEngine(Stage3):
         if self._host is not None:
             self._host.flush()
         if self.units:
-            self._recording = False
+            self.stage3.recording = False
             if not self._keep_until_step():
                 for unit in self.units:
-                    self._release(unit)
+                    self.stage3.release(unit)
 
     # ------------------------------------------------------------------ step
 
@@ -497,6 +422,11 @@ class ZeroEngine(Stage3):
     def get_lr(self) -> float:
         s = self.settings
         return s.lr_at(self.global_steps) if s.lr_at is not None else s.lr
+
+    @property
+    def units(self) -> list[Unit]:
+        """Stage 3's units (none below stage 3)."""
+        return self.stage3.units
 
     def owned_buckets(self) -> list[Bucket]:
         """Every run of parameters a rank owns a slice of: the stage-0-2 style buckets (at stage
@@ -508,7 +438,7 @@ class ZeroEngine(Stage3):
         local = torch.zeros((), device=self.opt_device)
         for b in self.owned_buckets():
             # the square-sum its reduction fused ([Note: landing in the reduction]), else now
-            local += (b.sq if b.sq is not None else _sq_sum_fp64(b.grad)).float()
+            local += (b.sq if b.sq is not None else sq_sum_fp64(b.grad)).float()
             b.sq = None
         local = local.to(self.device)  # offload: the collective runs on the device
         if self.settings.stage >= 1:
@@ -580,7 +510,7 @@ class ZeroEngine(Stage3):
     def _publish_params(self) -> None:
         """Copy the stepped fp32 masters into the compute-dtype parameters, gathering shards."""
         for u in self.units:
-            self._release(u)  # a gathered copy is stale now
+            self.stage3.release(u)  # a gathered copy is stale now
             if not u.master_is_param:
                 self._copy_weights(u.shard, u.master)
         handles = []
@@ -596,7 +526,7 @@ class ZeroEngine(Stage3):
                     handles.append(self.comm.allgather(full, mine))
         if self._host is not None:
             self._host.published()
-        if self._units_resident:  # nothing to gather: wait until every rank wrote its slices
+        if self.stage3.resident:  # nothing to gather: wait until every rank wrote its slices
             with self._running("allgather_wait"):
                 handles.append(self.comm.fence())
         with self._phase("allgather_wait"):
@@ -641,7 +571,6 @@ class ZeroEngine(Stage3):
         return load_checkpoint(self, directory, tag)
 
     def destroy(self) -> None:
-        from dsbench.kernels import registry
 
         for h in self._hooks:
             h.remove()

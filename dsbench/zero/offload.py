@@ -20,8 +20,15 @@ in-place operations and the arithmetic is exactly that of the engine without off
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import torch
+
+from dsbench.errors import UsageError
+from dsbench.kernels import registry
+
+if TYPE_CHECKING:
+    from dsbench.zero.settings import ZeroSettings
 
 HOST = torch.device("cpu")
 
@@ -93,3 +100,22 @@ class HostCopies:
         if self._published is not None:
             self._published.synchronize()
             self._published = None
+
+
+def optimizer_kernel(s: ZeroSettings) -> Callable:
+    """The AdamW implementation the settings choose; with ``offload_optimizer`` one that runs on
+    the host (a one-line error naming those that do, otherwise)."""
+    impl = registry.get("adamw", s.kernels.get("adamw"))
+    if s.offload_optimizer:
+        ok, why = impl.available("cpu")
+        if not ok:  # the step runs on host tensors
+            raise UsageError(
+                f"adamw implementation '{impl.name}' cannot run the offloaded optimizer step "
+                f"on the host ({why}); choose one of: "
+                + ", ".join(
+                    n
+                    for n in registry.names("adamw")
+                    if registry.get("adamw", n).available("cpu")[0]
+                )
+            )
+    return impl.load()

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
 from dsbench.zero.buckets import Bucket, GradSlot
 from dsbench.zero.comm import BufferKind, Handle
+
+if TYPE_CHECKING:
+    from dsbench.zero.engine import ZeroEngine
 
 # [Note: stage-3 reuse]
 # Between its forward and its backward a stage-3 unit is normally released (its full weights
@@ -109,14 +113,35 @@ class Unit(Bucket):
 
 
 class Stage3:
-    """Stage 3's gathering, releasing and prefetching, mixed into ZeroEngine."""
+    """Stage 3's units: gathering, releasing, prefetching and staging their gradients, for one
+    :class:`~dsbench.zero.engine.ZeroEngine` (its ``stage3``). The engine calls :meth:`build`,
+    :meth:`release` and :meth:`unstage_grads`, and reads :attr:`units` and :attr:`resident`; the
+    units' module hooks call the rest. What it uses of the engine: its settings, module, rank and
+    world, dtype and device, host copies, collectives (``comm``), phase timers, flat-buffer
+    allocation, stage-2 style buckets (for persistent parameters) and its hook list."""
 
-    def _build_stage3(self, params: list[nn.Parameter]) -> None:
+    def __init__(self, engine: ZeroEngine):
+        self.engine = engine
+        # partitioned modules, and the unit of each module
+        self.units: list[Unit] = []
+        self.unit_of_module: dict[nn.Module, Unit] = {}
+        # the units in their first forward's order (for prefetching), and whether that order is
+        # still being recorded (the first forward)
+        self.order: list[Unit] = []
+        self.recording = True
+        # the units' full weights are one copy every rank maps ([Note: stage-3 resident])
+        self.resident = False
+        # released units' gather buffers by size, for the next gathers (CPUs; :meth:`_recycle`)
+        self.gather_pool: dict[int, list[torch.Tensor]] = {}
+        # landed units' gradient buffers by unit size ([Note: stage-3 staged gradients])
+        self.grad_pool: dict[int, list[torch.Tensor]] = {}
+
+    def build(self, params: list[nn.Parameter]) -> None:
         """Stage 3: a unit per module holding partitioned parameters; small or shared parameters
         persist whole in stage-2 style buckets."""
-        s = self.settings
+        s = self.engine.settings
         owners: dict[int, list[nn.Module]] = {}
-        for module in self.module.modules():
+        for module in self.engine.module.modules():
             for p in module.parameters(recurse=False):
                 owners.setdefault(id(p), []).append(module)
         persistent = [
@@ -125,33 +150,36 @@ class Stage3:
             if p.numel() <= s.param_persistence_threshold or len(owners[id(p)]) > 1
         ]
         keep = {id(p) for p in persistent}
-        for module in self.module.modules():
+        for module in self.engine.module.modules():
             own = [
                 p for p in module.parameters(recurse=False) if p.requires_grad and id(p) not in keep
             ]
             if own:
-                unit = Unit(module, own, self.world, self.rank)
+                unit = Unit(module, own, self.engine.world, self.engine.rank)
                 self.units.append(unit)
-                self._unit_of_module[module] = unit
+                self.unit_of_module[module] = unit
         resident, start = self._resident_units(), 0
         for unit in self.units:
             if resident is not None:
                 self._make_resident(unit, resident[start : start + unit.padded])
                 start += unit.padded
                 continue
-            full = unit.flatten([p.data for p in unit.params], self.dtype, self.device)
+            full = unit.flatten(
+                [p.data for p in unit.params], self.engine.dtype, self.engine.device
+            )
             mine = full[unit.lo : unit.lo + unit.owned]
-            unit.shard = self._host.host_copy(mine) if s.offload_param else mine.clone()
-            self._release(unit)
+            host = self.engine._host
+            unit.shard = host.host_copy(mine) if s.offload_param else mine.clone()
+            self.release(unit)
         if resident is not None:  # every rank wrote the same weights; nobody reads early
-            self.comm.fence().wait()
+            self.engine.comm.fence().wait()
             for unit in self.units:  # [Note: stage-3 staged gradients]
                 unit.slots = [GradSlot(p, None) for p in unit.params]
         if persistent:
-            self._build_buckets(persistent)
+            self.engine._build_buckets(persistent)
         for unit in self.units:
             m = unit.module
-            self._hooks += [
+            self.engine._hooks += [
                 m.register_forward_pre_hook(lambda mod, args, u=unit: self._pre_forward(u)),
                 m.register_forward_hook(lambda mod, args, out, u=unit: self._post_forward(u, out)),
             ]
@@ -159,12 +187,12 @@ class Stage3:
     def _resident_units(self) -> torch.Tensor | None:
         """One buffer for every unit's full weights that every rank maps, where the collectives
         offer one (shm on CPUs) and nothing is offloaded; else None ([Note: stage-3 resident])."""
-        s = self.settings
+        s = self.engine.settings
         if not self.units or s.offload_param or s.offload_optimizer:
             return None
         total = sum(u.padded for u in self.units)
-        resident = self.comm.shared_zeros(BufferKind.REPLICATED, total, self.dtype)
-        self._units_resident = resident is not None
+        resident = self.engine.comm.shared_zeros(BufferKind.REPLICATED, total, self.engine.dtype)
+        self.resident = resident is not None
         return resident
 
     def _make_resident(self, unit: Unit, full: torch.Tensor) -> None:
@@ -178,26 +206,26 @@ class Stage3:
     def _start_gather(self, unit: Unit) -> None:
         if unit.state is not UnitState.RELEASED:
             return
-        pooled = self._gather_pool.get(unit.padded)
+        pooled = self.gather_pool.get(unit.padded)
         if pooled:
             full = pooled.pop()
         else:
-            full = torch.empty(unit.padded, dtype=self.dtype, device=self.device)
+            full = torch.empty(unit.padded, dtype=self.engine.dtype, device=self.engine.device)
         shard = unit.shard
-        if shard.device != self.device:  # offload_param: the shard comes from host memory
-            shard = shard.to(self.device, non_blocking=self._host.pin)
-        with self._running("allgather_wait"):
-            unit.in_flight = InFlight(full, self.comm.allgather(full, shard))
+        if shard.device != self.engine.device:  # offload_param: the shard comes from host memory
+            shard = shard.to(self.engine.device, non_blocking=self.engine._host.pin)
+        with self.engine._running("allgather_wait"):
+            unit.in_flight = InFlight(full, self.engine.comm.allgather(full, shard))
 
     def _gather(self, unit: Unit) -> None:
         self._start_gather(unit)
         if unit.state is UnitState.IN_FLIGHT:
-            with self._phase("allgather_wait"):
+            with self.engine._phase("allgather_wait"):
                 unit.in_flight.handle.wait()
             unit.gathered, unit.in_flight = unit.in_flight.buffer, None
             unit.bind(unit.gathered)
 
-    def _release(self, unit: Unit) -> None:
+    def release(self, unit: Unit) -> None:
         if unit.state is UnitState.RESIDENT:  # always whole ([Note: stage-3 resident])
             return
         buffer = unit.gathered
@@ -205,7 +233,7 @@ class Stage3:
             unit.in_flight.handle.wait()
             buffer, unit.in_flight = unit.in_flight.buffer, None
         unit.gathered = None
-        empty = torch.empty(0, dtype=self.dtype, device=self.device)
+        empty = torch.empty(0, dtype=self.engine.dtype, device=self.engine.device)
         for p in unit.params:
             p.data = empty
         if buffer is not None:
@@ -221,17 +249,17 @@ class Stage3:
         part: the memory stays with the process, as the peak held it anyway. A buffer that
         anything else still references (a view autograd saved) is left to be freed instead."""
         use_count = getattr(torch._C, "_storage_Use_Count", None)  # private: may go away
-        if self.device.type != "cpu" or use_count is None:
+        if self.engine.device.type != "cpu" or use_count is None:
             return
         # the references: ``buffer`` and the storage object asked for its count
         if use_count(buffer.untyped_storage()._cdata) > 2:
             return
-        self._gather_pool.setdefault(buffer.numel(), []).append(buffer)
+        self.gather_pool.setdefault(buffer.numel(), []).append(buffer)
 
     def _prefetch(self, unit: Unit, order: list[Unit]) -> None:
-        if self._recording or unit not in order:
+        if self.recording or unit not in order:
             return
-        budget = self.settings.prefetch_bucket_size
+        budget = self.engine.settings.prefetch_bucket_size
         for nxt in order[order.index(unit) + 1 :]:
             if budget <= 0:
                 break
@@ -242,17 +270,17 @@ class Stage3:
         if _in_backward():  # activation checkpointing recomputes the unit for its backward
             self._gather(unit)
             return
-        if self._recording and unit not in self._order:
-            self._order.append(unit)
+        if self.recording and unit not in self.order:
+            self.order.append(unit)
         self._gather(unit)
-        self._prefetch(unit, self._order)
+        self._prefetch(unit, self.order)
 
     def _keep_for_backward(self, unit: Unit) -> bool:
         """Keep ``unit`` gathered from its forward to its backward? ([Note: stage-3 reuse])"""
-        if self._recording or unit not in self._order:
+        if self.recording or unit not in self.order:
             return False
-        s = self.settings
-        later = self._order[self._order.index(unit) + 1 :]
+        s = self.engine.settings
+        later = self.order[self.order.index(unit) + 1 :]
         live = sum(u.numel for u in self.units if u.gathered is not None)
         return sum(u.numel for u in later) <= s.max_reuse_distance and (
             live <= s.max_live_parameters
@@ -260,11 +288,11 @@ class Stage3:
 
     def _keep_until_step(self) -> bool:
         """Keep reduced units gathered for the next micro-step? ([Note: stage-3 reuse])"""
-        s = self.settings
+        s = self.engine.settings
         total = sum(u.numel for u in self.units)
         return (
-            not self._recording
-            and not self._boundary()
+            not self.recording
+            and not self.engine._boundary()
             and total <= min(s.max_reuse_distance, s.max_live_parameters)
         )
 
@@ -274,7 +302,7 @@ class Stage3:
         if _in_backward():
             return
         if not (torch.is_grad_enabled() and self._keep_for_backward(unit)):
-            self._release(unit)
+            self.release(unit)
         if torch.is_grad_enabled():
             for t in torch.utils._pytree.tree_leaves(output):
                 if isinstance(t, torch.Tensor) and t.requires_grad:
@@ -285,8 +313,8 @@ class Stage3:
         place ([Note: stage-3 staged gradients]); nothing without slots, or once staged."""
         if not unit.slots or unit.grad_buffer is not None:
             return
-        pooled = self._grad_pool.get(unit.numel)  # by size: the padding is never written
-        buffer = pooled.pop() if pooled else self._flat(BufferKind.SYMMETRIC, unit.padded)[0]
+        pooled = self.grad_pool.get(unit.numel)  # by size: the padding is never written
+        buffer = pooled.pop() if pooled else self.engine._flat(BufferKind.SYMMETRIC, unit.padded)[0]
         unit.grad_buffer = buffer
         for slot, off, n, shape in zip(
             unit.slots, unit.offsets, unit.numels, unit.shapes, strict=True
@@ -294,15 +322,15 @@ class Stage3:
             slot.view = buffer[off : off + n].view(shape)
             slot.clear()
 
-    def _unstage_grads(self, unit: Unit) -> None:
+    def unstage_grads(self, unit: Unit) -> None:
         """``unit``'s reduction landed: its buffer back to the pool, its slots placeless."""
         for slot in unit.slots:
             slot.clear()
             slot.view = None
-        self._grad_pool.setdefault(unit.numel, []).append(unit.grad_buffer)
+        self.grad_pool.setdefault(unit.numel, []).append(unit.grad_buffer)
         unit.grad_buffer = None
 
     def _pre_backward(self, unit: Unit) -> None:
         self._stage_grads(unit)
         self._gather(unit)
-        self._prefetch(unit, self._order[::-1])
+        self._prefetch(unit, self.order[::-1])
