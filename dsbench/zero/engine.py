@@ -381,7 +381,7 @@ class ZeroEngine:
         if isinstance(b, Unit):
             if b.grad_buffer is not None:
                 self.stage3.unstage_grads(b)
-            if not self._keep_until_step():  # [Note: stage-3 reuse]
+            if not self.stage3.keep_until_step():  # [Note: stage-3 reuse]
                 self.stage3.release(b)
 
     def _drain(self) -> None:
@@ -410,7 +410,7 @@ class ZeroEngine:
             self._host.flush()
         if self.units:
             self.stage3.recording = False
-            if not self._keep_until_step():
+            if not self.stage3.keep_until_step():
                 for unit in self.units:
                     self.stage3.release(unit)
 

@@ -26,10 +26,10 @@ if TYPE_CHECKING:
 # follows the same rule in two places:
 # - after its forward: keep the unit if the units gathered between its forward and its backward
 #   (those after it in forward order) hold at most max_reuse_distance elements and the units kept
-#   so far at most max_live_parameters (ZeroEngine._keep_for_backward);
+#   so far at most max_live_parameters (Stage3._keep_for_backward);
 # - after its reduction, between the micro-steps of one accumulation: the weights do not change
 #   until the optimizer step, so keep every unit for the next micro-step's forward when all of
-#   them fit within both limits (ZeroEngine._keep_until_step). The optimizer step releases them
+#   them fit within both limits (Stage3.keep_until_step). The optimizer step releases them
 #   (their contents are stale then).
 # A forward run again inside backward (activation checkpointing) keeps its unit gathered for the
 # backward that follows; its reduction releases it, by the second rule.
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 # [Note: stage-3 staged gradients]
 # With resident units (below), a unit's gradients are written into a buffer that the
 # reduce-scatter reads in place (shm's symmetric buffers): taken from a pool when the unit's
-# backward starts (ZeroEngine._stage_grads), its parameters' GradSlots pointed into it, and
+# backward starts (Stage3._stage_grads), its parameters' GradSlots pointed into it, and
 # returned once the unit's reduction landed. So, as at stages 1-2 ([Note: gradients overwrite
 # stale slots] in dsbench.zero.engine), a GEMM-backed weight's gradient is written there by
 # its backward with nothing allocated, and the reduce-scatter copies nothing in. The pool holds
@@ -91,7 +91,7 @@ class Unit(Bucket):
         super().__init__(params, world, rank, sharded=True)
         self.module = module
         # this rank's slice in the compute dtype (host memory with offload_param); set by
-        # ZeroEngine._build_stage3
+        # Stage3.build
         self.shard: torch.Tensor | None = None
         self.gathered: torch.Tensor | None = None
         self.in_flight: InFlight | None = None
@@ -286,7 +286,7 @@ class Stage3:
             live <= s.max_live_parameters
         )
 
-    def _keep_until_step(self) -> bool:
+    def keep_until_step(self) -> bool:
         """Keep reduced units gathered for the next micro-step? ([Note: stage-3 reuse])"""
         s = self.engine.settings
         total = sum(u.numel for u in self.units)
