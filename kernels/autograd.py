@@ -9,7 +9,8 @@ without the model knowing which one it got.
 
 [Note: weight gradients in place]
 An engine that keeps every gradient in a buffer of its own (ZeRO's flat gradients,
-``dsbench.zero``) may give a weight a ``grad_sink``: a callable ``sink(a, b, gemm)`` that adds the
+``dsbench.zero``) may give a weight a grad sink (:func:`set_grad_sink`): a callable
+``sink(a, b, gemm)`` that adds the
 weight-gradient product ``a @ b`` into the weight's place in that buffer and returns what backward
 hands autograd for the weight. Backward then calls it instead of computing ``dW`` into a new
 tensor that autograd adds into ``weight.grad`` (Megatron-LM's gradient-accumulation fusion: the
@@ -24,8 +25,25 @@ from __future__ import annotations
 
 import torch
 from torch import nn
+from torch.utils.weak import WeakIdKeyDictionary
 
 from dsbench.kernels import registry
+
+_GRAD_SINKS = WeakIdKeyDictionary()
+"""Each weight's grad sink, by identity (a parameter's ``==`` compares values), dropped with it."""
+
+
+def set_grad_sink(weight: torch.Tensor, sink) -> None:
+    """Give ``weight`` a grad sink ([Note: weight gradients in place]); None takes it away."""
+    if sink is None:
+        _GRAD_SINKS.pop(weight, None)
+    else:
+        _GRAD_SINKS[weight] = sink
+
+
+def grad_sink(weight: torch.Tensor):
+    """``weight``'s grad sink, or None."""
+    return _GRAD_SINKS.get(weight)
 
 
 class _GemmLinear(torch.autograd.Function):
@@ -37,7 +55,7 @@ class _GemmLinear(torch.autograd.Function):
             y = y + bias
         ctx.save_for_backward(x2, weight)
         ctx.gemm, ctx.has_bias, ctx.x_shape = gemm, bias is not None, x.shape
-        ctx.grad_sink = getattr(weight, "grad_sink", None)  # [Note: weight gradients in place]
+        ctx.grad_sink = grad_sink(weight)  # [Note: weight gradients in place]
         return y.reshape(*x.shape[:-1], weight.shape[0])
 
     @staticmethod

@@ -133,10 +133,10 @@ def train(payload, *, device, send):
             engine.comm.lands = False
         if options.get("comm_thread"):  # the worker thread even where shm would run inline
             engine.comm.inline = False
-        sinks = sum(hasattr(p, "grad_sink") for p in model.parameters())
+        sinks = sum(autograd.grad_sink(p) is not None for p in model.parameters())
         if not options.get("sinks", True):  # weight gradients through autograd's own add
             for p in model.parameters():
-                vars(p).pop("grad_sink", None)
+                autograd.set_grad_sink(p, None)
         for step in range(steps):
             for micro in range(settings.grad_accum):
                 x, y = batch(step, micro, rank, micro_bs)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from dsbench.kernels.autograd import set_grad_sink
 from dsbench.kernels.reference import gemm as _TORCH_GEMM
 
 
@@ -90,7 +91,7 @@ class GradSlot:
     parameter has no ``grad``, so autograd hands its next gradient over without adding it
     anywhere, and :meth:`landed` copies it in.
 
-    It is also the weight's ``grad_sink`` ([Note: weight gradients in place] in
+    It is also the weight's grad sink ([Note: weight gradients in place] in
     ``kernels/autograd.py``): the weight-gradient GEMM of a backward's first use of the weight
     writes into ``view`` directly (``torch.mm(out=)`` when stale, ``addmm_`` otherwise, for
     torch's GEMM on CPUs; else the product, copied or added), then the slot clears ``grad`` and
@@ -109,7 +110,7 @@ class GradSlot:
         self.view = view
         self.stale = False
         self.written = False  # a weight-gradient GEMM wrote into view during this backward
-        param.grad_sink = self  # [Note: weight gradients in place] (kernels/autograd.py)
+        set_grad_sink(param, self)  # [Note: weight gradients in place] (kernels/autograd.py)
 
     def __call__(self, a: torch.Tensor, b: torch.Tensor, gemm) -> torch.Tensor:
         """The weight's gradient ``a @ b`` from a linear layer's backward (see class)."""

@@ -49,6 +49,7 @@ import torch.distributed as dist
 from torch import nn
 
 from dsbench.kernels import registry
+from dsbench.kernels.autograd import set_grad_sink
 from dsbench.zero.buckets import Bucket, GradSlot, Reduction, split_runs, sq_sum_fp64
 from dsbench.zero.comm import BufferKind, Comm, Handle
 from dsbench.zero.offload import HOST, HostCopies, optimizer_kernel
@@ -577,6 +578,6 @@ class ZeroEngine:
         self._hooks.clear()
         for b in self.owned_buckets():
             for slot in b.slots:
-                vars(slot.param).pop("grad_sink", None)
+                set_grad_sink(slot.param, None)
         self.comm.close()
         registry.release_workspaces()
