@@ -344,8 +344,8 @@ def headline(outcomes: list[Outcome], ceilings: dict, out: Path) -> list[Headlin
                                   ref["value"] / best["tflops"]))  # fmt: skip
     lines += _noise(by.get("aa"), out)
     for r in training:
-        if r.get("status") != "ok":
-            continue
+        if r.get("status") != "ok" or not str(r.get("name", "")).startswith("train_step"):
+            continue  # (a CPU run's ceiling rows, dsbench.suites.ceilings, are not steps)
         p = r["params"]
         what = f"{r['name']} {p['engine']} stage {p['stage']} x{p['ranks']}" + (
             f" offload={p['offload']}" if p.get("offload") else ""

@@ -54,7 +54,7 @@ def _run(
             curve.append(mean.item() / world)
     where = {}
     if engine_name == "dsbench":
-        owned = engine._all_owned()
+        owned = engine.owned_buckets()
         where = {
             "optimizer": str(owned[0].exp_avg.device),
             "master_is_param": [b.master_is_param for b in owned],
