@@ -13,6 +13,8 @@ early and keeps the last looks near the fixed design. Look k judges at the level
 1 - (alpha(t_k) - alpha(t_{k-1})): by the union bound the false verdicts over all looks stay at
 or under alpha whatever the looks' correlation (the exact Lan-DeMets boundaries assume normal
 independent increments, which t-intervals on a few heavy-tailed round medians do not have).
+The looks are after every pair of rounds up to :data:`MAX_LOOKS` of them, else that many spread
+over the rounds: the union bound charges every look in full.
 ``tests/test_sequential.py`` simulates A/A pairs over every look at this machine's spreads,
 with heavy-tailed launches, and counts the better/worse verdicts.
 
@@ -62,11 +64,27 @@ class Look:
     """The confidence level the verdicts of this look are judged at."""
 
 
+MAX_LOOKS = 8
+"""The most planned looks. Each look gets its own share of alpha and the union bound ignores how
+alike the looks are, so a look after every pair of 40 rounds judges each at ~99.97%; eight
+looks spread from the first to the last round judge each at ~99.87% and stop at most a few
+rounds after the data would have decided (as group-sequential trials plan 2-10 looks)."""
+
+
+def look_rounds(max_rounds: int) -> list[int]:
+    """Rounds a side at each planned look: every round from :data:`FIRST_LOOK` to
+    ``max_rounds``, or :data:`MAX_LOOKS` of them spread evenly (the first and the last kept)."""
+    every = list(range(FIRST_LOOK, max_rounds + 1))
+    if len(every) <= MAX_LOOKS:
+        return every
+    step = (max_rounds - FIRST_LOOK) / (MAX_LOOKS - 1)
+    return sorted({round(FIRST_LOOK + i * step) for i in range(MAX_LOOKS)})
+
+
 def looks(max_rounds: int, alpha: float = 0.01, kind: str = "pocock") -> list[Look]:
-    """The planned looks: after each pair of rounds from :data:`FIRST_LOOK` rounds a side to
-    ``max_rounds``, each with its share of ``alpha``."""
+    """The planned looks (:func:`look_rounds`), each with its share of ``alpha``."""
     out, before = [], 0.0
-    for k in range(FIRST_LOOK, max_rounds + 1):
+    for k in look_rounds(max_rounds):
         now = spent(k / max_rounds, alpha, kind)
         out.append(Look(rounds=k, level=1 - (now - before)))
         before = now

@@ -13,8 +13,11 @@ from dsbench.stats import judge
 
 @pytest.mark.parametrize("kind", sequential.SPENDING)
 def test_the_looks_spend_alpha_and_no_more(kind):
-    looks = sequential.looks(12, alpha=0.01, kind=kind)
-    assert [x.rounds for x in looks] == list(range(3, 13))
+    looks = sequential.looks(10, alpha=0.01, kind=kind)
+    assert [x.rounds for x in looks] == list(range(3, 11))  # every round: 8 looks
+    spread = sequential.looks(40, alpha=0.01, kind=kind)
+    assert [x.rounds for x in spread] == [3, 8, 14, 19, 24, 29, 35, 40]
+    assert sum(1 - x.level for x in spread) == pytest.approx(0.01)
     assert sum(1 - x.level for x in looks) == pytest.approx(0.01)
     assert all(0.99 <= x.level < 1 for x in looks)
     if kind == "obrien-fleming":  # almost nothing early, most at the end
