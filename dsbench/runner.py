@@ -25,6 +25,7 @@ from dsbench.memory import host_rss, release_freed
 from dsbench.records import OK, UNSET, MetricValue, Peak, Round, Row, RunRecord, value_or
 from dsbench.stats import Summary, summarize
 from dsbench.suites import BENCHMARKS, Benchmark, Case, Context, Skip, case_id
+from dsbench.suites import ceilings as ceilings_mod
 from dsbench.timing import Measurement, TimingConfig, measure, merge
 
 if TYPE_CHECKING:
@@ -455,9 +456,7 @@ def run_distributed(
 
 CEILING_BUDGET_S = {"smoke": 0.3, "quick": 1.5, "full": 3.0, "training": 1.5, "inference": 1.5}
 """Seconds each ceiling row (:mod:`dsbench.suites.ceilings`) is timed for, over all its slices."""
-CEILING_MODES = ("run", "cached")
-"""``run``: measure the ceilings the rows need as rows of the run (the default but for the smoke
-suite); ``cached``: divide by the cached calibration (``dsbench profiles --calibrate``)."""
+CEILING_MODES = ceilings_mod.CEILING_MODES
 
 
 def ceiling_mode(suite: str, asked: str | None = None) -> str:
@@ -474,8 +473,8 @@ def ceiling_mode(suite: str, asked: str | None = None) -> str:
 # the hour. So the ceiling rows a run's benchmarks need (dsbench.suites.ceilings.needed) are
 # timed in slices: one before each benchmark's cases and one after the last, each slice a
 # fresh setup with an equal share of the ceiling's budget, their samples pooled as the rounds
-# of an interleaved case are (dsbench.timing.merge). The ceiling's median then spans the run as
-# the benchmarks do, and its interval is that of the pooled samples.
+# of an interleaved case are (dsbench.timing.merge). The ceiling (a high quantile of the pooled
+# rates, dsbench.suites.ceilings.CEILING_QUANTILE) then spans the run as the benchmarks do.
 
 
 def run_suite(
@@ -491,7 +490,6 @@ def run_suite(
     """Run every case of ``suite``; returns the rows in plan order (then the ceiling rows when
     ``ceilings == "run"``, see [Note: ceilings in slices]) and the profile their shares of peak
     divide by (with this run's ceilings where it measured them)."""
-    from dsbench.suites import ceilings as ceil
 
     config = config or TIMING[suite]
     planned = plan(suite, ctx, pattern)
@@ -505,8 +503,8 @@ def run_suite(
 
     benches = list(dict.fromkeys(p.bench for p in planned))
     kinds = [m.peak.format(**p.params) for p in planned for m in p.bench.metrics if m.peak]
-    needed = ceil.needed(kinds, profile, suite, ctx) if ceilings == "run" else []
-    slices = ceil.slices_for(len(benches))
+    needed = ceilings_mod.needed(kinds, profile, suite, ctx) if ceilings == "run" else []
+    slices = len(benches) + 1  # before each benchmark's cases, and after the last
     slice_config = TimingConfig(
         warmup_s=0.05,
         min_warmup=2,
@@ -549,9 +547,9 @@ def run_suite(
     out = [rows[p.id] for p in planned if p.id in rows]
     measured = [Row.from_json(ceiling_rows[i]) for i in range(len(needed))]
     if measured:
-        found = ceil.ceilings_from(measured, len(parts[0]) if parts else slices)
-        profile = ceil.profile_with(profile, found)
-        out = ceil.apply(out, found, profile) + measured
+        found = ceilings_mod.ceilings_from(measured, slices)
+        profile = ceilings_mod.profile_with(profile, found)
+        out = ceilings_mod.apply(out, found, profile) + measured
     return [r.to_json() for r in out], profile
 
 

@@ -11,7 +11,6 @@ import pytest
 
 from dsbench import ab, results, runner, suites
 from dsbench.cli import main
-from dsbench.cli.run import runner_ceiling_modes
 from dsbench.errors import UsageError
 from dsbench.hardware.ceilings import _age_text
 from dsbench.publish.runs import peak_notes, rows_table
@@ -115,7 +114,7 @@ def test_cached_ceilings_time_no_ceiling_rows(planted, tmp_path, monkeypatch):
 
 
 def test_ceiling_modes(monkeypatch):
-    assert runner_ceiling_modes() == runner.CEILING_MODES
+    assert runner.CEILING_MODES == ("run", "cached")
     monkeypatch.delenv("DSBENCH_CEILINGS", raising=False)
     assert runner.ceiling_mode("quick") == "run" and runner.ceiling_mode("smoke") == "cached"
     assert runner.ceiling_mode("smoke", "run") == "run"

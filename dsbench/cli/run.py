@@ -20,6 +20,7 @@ from dsbench import compare, hardware, results
 from dsbench.errors import UsageError
 from dsbench.interrupts import as_interrupted, signals_ignored
 from dsbench.suites import SUITES, check_suite
+from dsbench.suites.ceilings import CEILING_MODES
 
 
 def add_device_argument(p: argparse.ArgumentParser) -> None:
@@ -29,11 +30,6 @@ def add_device_argument(p: argparse.ArgumentParser) -> None:
         choices=["auto", "cpu", "cuda"],
         help="auto: the GPU if there is one (CUDA or ROCm), else the CPU",
     )
-
-
-def runner_ceiling_modes() -> tuple[str, ...]:
-    """``--ceilings`` choices (the runner imports torch; its constant is repeated here)."""
-    return ("run", "cached")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -73,7 +69,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--ceilings",
-        choices=runner_ceiling_modes(),
+        choices=CEILING_MODES,
         help="run: time the memory and matmul ceilings the rows need as rows of this run, "
         "interleaved with the benchmarks, and divide by them (default, but for the smoke suite); "
         "cached: divide by the cached calibration (dsbench profiles --calibrate); "

@@ -36,6 +36,10 @@ if TYPE_CHECKING:
     from dsbench.hardware import Profile
     from dsbench.records import Row
 
+CEILING_MODES = ("run", "cached")
+"""``run``: measure the ceilings the rows need as rows of the run (the default but for the smoke
+suite); ``cached``: divide by the cached calibration (``dsbench profiles --calibrate``)."""
+
 STREAM_KERNELS = ("copy", "triad", "axpy", "addcmul")
 STREAMS = {"copy": 2, "triad": 3, "axpy": 3, "addcmul": 4}
 """Arrays read + written per element, as STREAM counts (no write-allocate)."""
@@ -84,8 +88,8 @@ def _stream_setup(params: dict, ctx: Context) -> Case:
 
 STREAM = Benchmark(
     name="stream",
-    description="memory bandwidth ceiling: STREAM copy and triad, a read-only sum and an "
-    "in-place axpy over arrays four times the last-level cache",
+    description="memory bandwidth ceiling: STREAM copy and triad, an in-place axpy and an "
+    "in-place addcmul over arrays four times the last-level cache",
     grid=_stream_grid,
     setup=_stream_setup,
     work_of=_stream_work,
@@ -180,7 +184,8 @@ def needed(kinds: Iterable[str], profile: Profile, suite: str, ctx: Context) -> 
 
 @dataclasses.dataclass(frozen=True)
 class Ceiling:
-    """A ceiling this run measured: the best row's median and its 99% interval."""
+    """A ceiling this run measured: the best row's :data:`CEILING_QUANTILE` rate, its 99%
+    interval, that row's id and the figure's source text."""
 
     value: float
     low: float
@@ -269,9 +274,9 @@ def above_message(row: Row, metric: str, pct_low: float, c: Ceiling, kind: str) 
 
 def apply(rows: list[Row], ceilings: dict[str, Ceiling], profile: Profile) -> list[Row]:
     """Rows with every share of a measured peak against this run's ceiling, with its interval
-    (``pct_ci99``, from both medians' 99% intervals); a row whose share lies wholly above 100%
-    fails with both figures (:func:`above_message`)."""
-    from dsbench.records import OK, UNSET
+    (``pct_ci99``, from the row's and the ceiling's 99% intervals); a row whose share lies wholly
+    above 100% fails with both figures (:func:`above_message`)."""
+    from dsbench.records import OK, UNSET, Peak
 
     out = []
     for row in rows:
@@ -280,10 +285,11 @@ def apply(rows: list[Row], ceilings: dict[str, Ceiling], profile: Profile) -> li
             continue
         metrics, failure = dict(row.metrics), None
         for name, m in row.metrics.items():
-            peak = m.peak if not isinstance(m.peak, (type(None), str)) else None
-            kind = getattr(peak, "kind", None)
+            if not isinstance(m.peak, Peak) or m.peak.measured is not True or not m.value:
+                continue
+            peak, kind = m.peak, m.peak.kind
             c = ceilings.get(kind) if isinstance(kind, str) else None
-            if c is None or not peak.measured or not m.value:
+            if c is None:
                 continue
             lo, hi = (m.ci99 if isinstance(m.ci99, list) else [m.value, m.value])[:2]
             pct = 100.0 * m.value / c.value
@@ -295,22 +301,12 @@ def apply(rows: list[Row], ceilings: dict[str, Ceiling], profile: Profile) -> li
                 failure = above_message(row, name, ci[0], c, kind)
         primary = metrics.get(row.metric) if isinstance(row.metric, str) else None
         new = dataclasses.replace(row, metrics=metrics)
-        if primary is not None and primary.peak is not None and not isinstance(primary.peak, str):
+        if primary is not None and isinstance(primary.peak, Peak):
             new = dataclasses.replace(new, pct_of_peak=primary.pct_of_peak, peak=primary.peak)
         if failure is not None:
             new = dataclasses.replace(new, status="failed", error=failure)
         out.append(new)
     return out
-
-
-def slice_budget(total_s: float, slices: int) -> float:
-    """Seconds each slice of a ceiling row is timed for."""
-    return total_s / max(1, slices)
-
-
-def slices_for(groups: int) -> int:
-    """Slices of the ceiling rows: before each group of benchmarks and after the last."""
-    return max(2, groups + 1)
 
 
 __all__ = [
