@@ -458,7 +458,7 @@ def reduce_scatter(
 
 
 reduce_scatter.lands = True
-"""It takes ``divide_by``, ``accumulate`` and ``sq`` (``dsbench.zero.comm.Comm``)."""
+"""It takes ``divide_by``, ``accumulate`` and ``sq`` (``dsbench.zero.collectives.Comm``)."""
 
 
 def _reduce_scatter_in_place(

@@ -224,7 +224,7 @@ def large_collectives_bits(payload, *, device, send):
     """[Note: gloo's large collectives]'s reduce-scatter and all-gather against gloo's own, on
     the same inputs (every dtype the engine reduces in); rank 0 sends, per dtype, whether each
     gave the same bits."""
-    from dsbench.zero.comm import _allgather_by_broadcast, _reduce_scatter_by_alltoall
+    from dsbench.zero.collectives import allgather_by_broadcast, reduce_scatter_by_alltoall
 
     rank, world = dist.get_rank(), dist.get_world_size()
     out = {}
@@ -232,10 +232,10 @@ def large_collectives_bits(payload, *, device, send):
         g = torch.randn(world * 4099, generator=torch.Generator().manual_seed(rank)).to(dtype)
         ours, gloos = (torch.empty(4099, dtype=dtype) for _ in range(2))
         dist.reduce_scatter_tensor(gloos, g.clone())
-        _reduce_scatter_by_alltoall(ours, g, None, torch.empty_like(g))
+        reduce_scatter_by_alltoall(ours, g, None, torch.empty_like(g))
         full_ours, full_gloos = torch.empty_like(g), torch.empty_like(g)
         dist.all_gather_into_tensor(full_gloos, gloos)
-        _allgather_by_broadcast(full_ours, gloos, None)
+        allgather_by_broadcast(full_ours, gloos, None)
         close = torch.allclose(ours.float(), gloos.float(), rtol=1e-2, atol=1e-2)
         out[str(dtype)] = (torch.equal(ours, gloos), close, torch.equal(full_ours, full_gloos))
     if rank == 0:

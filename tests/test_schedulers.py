@@ -1,9 +1,9 @@
-"""DeepSpeed's five LR schedulers (dsbench.zero.schedulers) stepped next to DeepSpeed's own classes
-(``deepspeed.runtime.lr_schedules``), the way DeepSpeed's engine drives them: built on the
-optimizer (which sets the first step's lr), then ``step()`` after every applied optimizer step.
-For several parameter sets each (DeepSpeed's defaults among them) the learning rate, and for
-OneCycle Adam's betas, of every one of 5000 steps agree within RTOL: the same formulas in the same
-operation order, so in practice bit for bit; the tolerance only allows for a libm difference.
+"""DeepSpeed's five LR schedulers (dsbench.zero.config.schedulers) stepped next to DeepSpeed's
+own classes (``deepspeed.runtime.lr_schedules``), the way DeepSpeed's engine drives them: built
+on the optimizer (which sets the first step's lr), then ``step()`` after every applied optimizer
+step. For several parameter sets each (DeepSpeed's defaults among them) the learning rate, and
+for OneCycle Adam's betas, of every one of 5000 steps agree within RTOL: the same formulas in the
+same operation order, so in practice bit for bit; the tolerance only allows for a libm difference.
 """
 
 import math
@@ -15,7 +15,7 @@ import torch
 from dsbench.engines import zero_settings
 from dsbench.engines.deepspeed import deepspeed_version
 from dsbench.zero.config import ConfigError, load_config
-from dsbench.zero.schedulers import SCHEDULERS, WarmupCosineLRConfig
+from dsbench.zero.config.schedulers import SCHEDULERS, WarmupCosineLRConfig
 
 needs_deepspeed = pytest.mark.skipif(
     deepspeed_version() is None,

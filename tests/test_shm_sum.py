@@ -74,7 +74,7 @@ def test_an_output_overlapping_a_slot_takes_torch_passes():
 
 def test_a_landing_needs_fp32_and_an_implementation_that_takes_it():
     from dsbench.kernels import shm
-    from dsbench.zero.comm import Comm
+    from dsbench.zero.collectives import Comm
 
     with pytest.raises(ValueError, match="no fused landing"):
         Comm(None, {}, torch.device("cpu")).reduce_scatter(

@@ -1,6 +1,6 @@
 """ds_config loading, one test per rule of dsbench.zero.config: top-level keys (unknown,
 ignored, refused), the optimizer and scheduler sections, and each field's DeepSpeed status
-(dsbench.zero.fields)."""
+(dsbench.zero.config.fields)."""
 
 import math
 
@@ -286,7 +286,8 @@ def test_gradient_clipping_and_harmless_top_level_fields():
 
 
 # --------------------------------------------------------------------------------------------
-# Each field's DeepSpeed status (dsbench.zero.fields): the one source of what is ignored/refused
+# Each field's DeepSpeed status (dsbench.zero.config.fields): the one source of what is
+# ignored/refused
 
 _ON = (True, 2, {"enabled": True}, {"autotp_size": 2}, {"grad_accum_dtype": "fp32"},
        {"classes": ["MoE"]})  # fmt: skip
@@ -294,8 +295,8 @@ _OFF = (False, None, 1)
 
 
 def _status_cases():
-    from dsbench.zero.fields import not_implemented
-    from dsbench.zero.sections import BF16Config, FP16Config
+    from dsbench.zero.config.fields import not_implemented
+    from dsbench.zero.config.sections import BF16Config, FP16Config
 
     for path, cls in (("", DSConfig), ("zero_optimization", ZeroConfig), ("fp16", FP16Config),
                       ("bf16", BF16Config)):  # fmt: skip
@@ -324,7 +325,7 @@ def test_each_field_status_decides_ignored_or_refused(path, key, refused_if):
 
 
 def test_status_table_reads_the_fields():
-    from dsbench.zero.fields import aliases, status_table
+    from dsbench.zero.config.fields import aliases, status_table
 
     rows = dict(status_table(ZeroConfig, "zero_optimization"))
     assert rows["zero_optimization.stage"] == "implemented"
@@ -353,7 +354,7 @@ def test_adam_params_of_one_optimizer_follow_their_fields(torch_adam):
 
 def _offload_table() -> dict[str, str]:
     """Key (as ``offload_config``'s docstring table names it) → the status its row gives."""
-    from dsbench.zero import offload_config
+    from dsbench.zero.config import offload_config
 
     lines = offload_config.__doc__.split("=" * 41)[2].strip("= \n").splitlines()
     rows, status, continued = {}, "implemented", False
@@ -376,8 +377,8 @@ def test_offload_docstring_table_agrees_with_the_fields():
     every key the table names has the status its field's metadata gives."""
     import fnmatch
 
-    from dsbench.zero.fields import statuses
-    from dsbench.zero.offload_config import OffloadOptimizerConfig, OffloadParamConfig
+    from dsbench.zero.config.fields import statuses
+    from dsbench.zero.config.offload_config import OffloadOptimizerConfig, OffloadParamConfig
 
     table = _offload_table()
     for cls, section in ((OffloadOptimizerConfig, "offload_optimizer"),

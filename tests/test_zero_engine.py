@@ -256,7 +256,7 @@ def test_landing_in_the_reduction_gives_the_same_bits(spawned, world):
 
 @pytest.mark.parametrize("world", [2, 3])
 def test_gloo_large_collectives_match_single_process_adamw(spawned, world):
-    """[Note: gloo's large collectives] (dsbench/zero/comm.py) at every size
+    """[Note: gloo's large collectives] (dsbench/zero/collectives.py) at every size
     (``DSBENCH_GLOO_LARGE_BYTES=0`` while these engines are made): reduce-scatters as
     all_to_alls, all-gathers as broadcasts, every stage, with and without overlap,
     accumulation and clipping; 3 ranks shard unevenly and sum in another order."""
@@ -271,7 +271,7 @@ def test_gloo_large_collectives_match_single_process_adamw(spawned, world):
 
 def test_gloo_large_bytes_from_the_environment(monkeypatch):
     from dsbench.errors import UsageError
-    from dsbench.zero.comm import GLOO_LARGE_BYTES, gloo_large_bytes
+    from dsbench.zero.collectives import GLOO_LARGE_BYTES, gloo_large_bytes
 
     monkeypatch.delenv("DSBENCH_GLOO_LARGE_BYTES", raising=False)
     assert gloo_large_bytes() == GLOO_LARGE_BYTES

@@ -182,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
     from dsbench.models import get_model
     from dsbench.models.checkpointing import summary as checkpointing_summary
     from dsbench.train_loop import TrainJob, run_under_torchrun
-    from dsbench.zero.offload_config import summary
+    from dsbench.zero.config.offload_config import summary
 
     job_args = resolve(args)
     cfg, device, world, env = job_args.cfg, job_args.device, job_args.world, job_args.torchrun

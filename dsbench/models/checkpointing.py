@@ -1,7 +1,7 @@
 """Activation checkpointing of a model's blocks (Chen et al., "Training Deep Nets with Sublinear
 Memory Cost", 2016): each checkpointed block keeps only its inputs in forward and runs again in
 backward to rebuild what its backward needs. What a ds_config's ``activation_checkpointing``
-section turns on (:mod:`dsbench.zero.activation_config`), on either engine.
+section turns on (:mod:`dsbench.zero.config.activation_config`), on either engine.
 
 Blocks are what each model family names in ``checkpoint_units()``: the seed MLP's network, BERT's
 layers, GPT's blocks. ``torch.utils.checkpoint`` runs in its non-reentrant form (the one PyTorch

@@ -27,7 +27,7 @@ Rows, per model and stage (parameters ``engine``, ``comm``, ``kernels``):
   start-up on CPUs serves only its inference all-reduce, not ZeRO training). Each engine picks
   which collectives it calls: on gloo, dsbench's runs a reduce-scatter or all-gather of 8 MiB or
   more as all_to_all or broadcasts, gloo's faster calls for those sizes ([Note: gloo's large
-  collectives] in ``dsbench/zero/comm.py``; the row's ``notes.large_collectives`` says so),
+  collectives] in ``dsbench/zero/collectives.py``; the row's ``notes.large_collectives`` says so),
   and it sends nothing point-to-point.
 - ``engine=dsbench, comm=shm`` (CPUs only): dsbench's engine on dsbench's one-host shared-memory
   collectives (``kernels/shm.py``), its fastest on CPUs. Set beside the ``comm=native`` dsbench
@@ -443,7 +443,7 @@ def _setup(params: dict, ctx: Context) -> Case:
 
 
 def _offload_note(cfg, gpu: bool) -> str:
-    from dsbench.zero.offload_config import summary
+    from dsbench.zero.config.offload_config import summary
 
     z = cfg.zero_optimization
     pinned = "page-locked host buffers" if gpu else "pin_memory has no effect without a GPU"

@@ -26,7 +26,7 @@ optimizer's state (and the parameter shards) live in host memory and the step ru
 CPU device the arithmetic is that of the same stage without offload.
 
 Common to all stages: ``overlap_comm`` launches a bucket's collective from the gradient hook that
-completes it (:mod:`dsbench.zero.comm`); ``contiguous_gradients`` keeps gradients in one flat
+completes it (:mod:`dsbench.zero.collectives`); ``contiguous_gradients`` keeps gradients in one flat
 buffer; fp16 (dynamic loss scaling) and bf16 train with fp32 master weights; clipping uses the
 global norm over all shards. The optimizer step and the collectives come from the kernel
 registry: the engine does not know which implementation it got. With the ``shm`` collectives
@@ -51,9 +51,9 @@ from torch import nn
 from dsbench.kernels import registry
 from dsbench.kernels.autograd import set_grad_sink
 from dsbench.zero.buckets import Bucket, GradSlot, Reduction, split_runs, sq_sum_fp64
-from dsbench.zero.comm import BufferKind, Comm, Handle
+from dsbench.zero.collectives import BufferKind, Comm, Handle
+from dsbench.zero.config.settings import ZeroSettings
 from dsbench.zero.offload import HOST, HostCopies, optimizer_kernel
-from dsbench.zero.settings import ZeroSettings
 from dsbench.zero.stage3 import Stage3, Unit
 
 __all__ = ["ZeroEngine", "ZeroSettings"]
@@ -147,8 +147,8 @@ class ZeroEngine:
 
     def _running(self, name: str):
         """Around submitting a collective: where it runs at submission ([Note: collectives on
-        the calling thread] in :mod:`dsbench.zero.comm`) its whole time is blocked time, counted
-        in phase ``name`` as its wait would be; else nothing (the wait is timed)."""
+        the calling thread] in :mod:`dsbench.zero.collectives`) its whole time is blocked time,
+        counted in phase ``name`` as its wait would be; else nothing (the wait is timed)."""
         return self._phase(name) if self.comm.inline else contextlib.nullcontext()
 
     # ------------------------------------------------------------------ layout

@@ -1,6 +1,6 @@
 """ZeRO-Offload's copies between the device and host memory, for :class:`dsbench.zero.engine.
 ZeroEngine` (Ren et al., "ZeRO-Offload: Democratizing Billion-Scale Model Training", USENIX ATC
-2021; the settings are :mod:`dsbench.zero.offload_config`).
+2021; the settings are :mod:`dsbench.zero.config.offload_config`).
 
 With ``offload_optimizer`` the fp32 master weights, the gradient shard and Adam's moments live in
 host memory and the optimizer step runs there; each reduced gradient goes to the host as its
@@ -28,7 +28,7 @@ from dsbench.errors import UsageError
 from dsbench.kernels import registry
 
 if TYPE_CHECKING:
-    from dsbench.zero.settings import ZeroSettings
+    from dsbench.zero.config.settings import ZeroSettings
 
 HOST = torch.device("cpu")
 

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from dsbench.zero.buckets import Bucket, GradSlot
-from dsbench.zero.comm import BufferKind, Handle
+from dsbench.zero.collectives import BufferKind, Handle
 
 if TYPE_CHECKING:
     from dsbench.zero.engine import ZeroEngine

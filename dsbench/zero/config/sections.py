@@ -1,7 +1,7 @@
 """The sections of a ds_config as dataclasses (batch sizes, optimizer, fp16, bf16, ZeRO), each
 checked field by field in ``__post_init__``; :func:`dsbench.zero.config.load_config` builds them.
-Schedulers are in :mod:`dsbench.zero.schedulers`, offload in :mod:`dsbench.zero.offload_config`,
-activation checkpointing in :mod:`dsbench.zero.activation_config`."""
+Schedulers are in :mod:`.schedulers`, offload in :mod:`.offload_config`,
+activation checkpointing in :mod:`.activation_config`."""
 
 from __future__ import annotations
 
@@ -10,18 +10,18 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from dsbench.values import show_json
-from dsbench.zero.fields import (
+from dsbench.zero.config.fields import (
     NOT_A_KEY,
     READ,
     ConfigError,
-    _Section,
+    Section,
     ignored,
     refused,
     setting,
 )
-from dsbench.zero.keys import _is_set, _names_a_module, _not_in
+from dsbench.zero.config.keys import is_set, names_a_module, not_in
+from dsbench.zero.config.offload_config import OffloadOptimizerConfig, OffloadParamConfig
 from dsbench.zero.loss_scaler import DynamicLossScaler, StaticLossScaler
-from dsbench.zero.offload_config import OffloadOptimizerConfig, OffloadParamConfig
 
 # --------------------------------------------------------------------------------------------
 # Sections
@@ -29,7 +29,7 @@ from dsbench.zero.offload_config import OffloadOptimizerConfig, OffloadParamConf
 
 
 @dataclass(kw_only=True, slots=True)
-class BatchConfig(_Section):
+class BatchConfig(Section):
     """The three batch sizes, resolved, and the data-parallel world size they were resolved for."""
 
     train_batch_size: int
@@ -49,7 +49,7 @@ class BatchConfig(_Section):
     }
 
     def __post_init__(self) -> None:
-        _Section.__post_init__(self)
+        Section.__post_init__(self)
         product = (
             self.train_micro_batch_size_per_gpu * self.gradient_accumulation_steps * self.world_size
         )
@@ -62,7 +62,7 @@ class BatchConfig(_Section):
 
 
 @dataclass(kw_only=True, slots=True)
-class OptimizerConfig(_Section):
+class OptimizerConfig(Section):
     """``optimizer`` of type Adam or AdamW, with its ``params``.
 
     DeepSpeed (``engine._configure_basic_optimizer``): both names build the same optimizer,
@@ -103,7 +103,7 @@ class OptimizerConfig(_Section):
     _PATH: ClassVar[str] = "optimizer.params"
 
     def __post_init__(self) -> None:
-        _Section.__post_init__(self)
+        Section.__post_init__(self)
         if not isinstance(self.type, str) or self.type.lower() not in ("adam", "adamw"):
             raise ConfigError(
                 f"optimizer.type must be Adam or AdamW here, got {show_json(self.type)}"
@@ -125,7 +125,7 @@ class OptimizerConfig(_Section):
 
 
 @dataclass(kw_only=True, slots=True)
-class FP16Config(_Section):
+class FP16Config(Section):
     """``fp16``: fp16 mixed precision with loss scaling (DeepSpeed's ``DeepSpeedFP16Config``)."""
 
     enabled: bool = False
@@ -151,7 +151,7 @@ class FP16Config(_Section):
     _MIN: ClassVar[Mapping[str, float]] = {"loss_scale_window": 1, "hysteresis": 1}
 
     def __post_init__(self) -> None:
-        _Section.__post_init__(self)
+        Section.__post_init__(self)
         if self.initial_scale_power > 127:  # 2**power of a huge power never finishes
             raise ConfigError(
                 "fp16.initial_scale_power must be at most 127 (2**127 is the largest power of "
@@ -176,7 +176,7 @@ class FP16Config(_Section):
 
 
 @dataclass(kw_only=True, slots=True)
-class BF16Config(_Section):
+class BF16Config(Section):
     """``bf16`` (or the older ``bfloat16``): bf16 mixed precision, no loss scaling."""
 
     enabled: bool = False
@@ -194,7 +194,7 @@ class BF16Config(_Section):
 
 
 @dataclass(kw_only=True, slots=True)
-class ZeroConfig(_Section):
+class ZeroConfig(Section):
     """``zero_optimization``: the ZeRO stage and its communication settings.
 
     Sizes are element counts (DeepSpeed's defaults: buckets 5e8, prefetch 5e7, persistence 1e5).
@@ -229,21 +229,21 @@ class ZeroConfig(_Section):
     offload_optimizer: OffloadOptimizerConfig = field(default_factory=OffloadOptimizerConfig)
     """ZeRO-Offload of the optimizer state and step to host memory (stages 1–3)."""
     offload_param: OffloadParamConfig = field(default_factory=OffloadParamConfig)
-    """Stage 3: parameter shards in host memory (:mod:`dsbench.zero.offload_config`)."""
+    """Stage 3: parameter shards in host memory (:mod:`.offload_config`)."""
 
     # DeepSpeed's settings that dsbench's engine does not implement, as given (see [Note: a
     # field's DeepSpeed status]): ignored ones tune memory, speed or checkpoint I/O; refused
     # ones (when on) change what is computed or where it lives.
     sub_group_size: Any = ignored()
     round_robin_gradients: Any = ignored()
-    zero_hpz_partition_size: Any = refused(_not_in(None, 0, 1))
+    zero_hpz_partition_size: Any = refused(not_in(None, 0, 1))
     zero_quantized_weights: Any = refused()
     zero_quantized_nontrainable_weights: Any = refused()
     zero_quantized_gradients: Any = refused()
-    zeropp_loco_param: Any = refused(_is_set)
-    mics_shard_size: Any = refused(_not_in(None, -1))
+    zeropp_loco_param: Any = refused(is_set)
+    mics_shard_size: Any = refused(not_in(None, -1))
     mics_hierarchical_params_gather: Any = ignored()
-    zenflow: Any = refused(_is_set)
+    zenflow: Any = refused(is_set)
     legacy_stage1: Any = refused()
     load_from_fp32_weights: Any = ignored()
     elastic_checkpoint: Any = ignored()
@@ -254,7 +254,7 @@ class ZeroConfig(_Section):
     override_module_apply: Any = ignored()
     log_trace_cache_warnings: Any = ignored()
     enable_sanity_checks: Any = ignored()
-    leaf_module: Any = refused(_names_a_module)
+    leaf_module: Any = refused(names_a_module)
     """ZeRO-3 leaf modules (mixture-of-experts blocks gathered whole): refused when any is named."""
     stage3_gather_fp16_weights_on_model_save: Any = ignored()
     """The deprecated spelling of gather_16bit_weights_on_model_save."""
@@ -272,6 +272,6 @@ class ZeroConfig(_Section):
             raise ConfigError(
                 f"zero_optimization.stage must be 0, 1, 2 or 3, got {show_json(self.stage)}"
             )
-        _Section.__post_init__(self)
+        Section.__post_init__(self)
         if self.overlap_comm is None:
             self.overlap_comm = self.stage == 3

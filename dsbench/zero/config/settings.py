@@ -20,7 +20,7 @@ class ZeroSettings:
     lr: float = 1e-3
     lr_at: Callable[[int], float] | None = None
     """Learning rate for applied optimizer step t (0-based), from one of DeepSpeed's schedulers
-    (:mod:`dsbench.zero.schedulers`); None: constant ``lr``."""
+    (:mod:`.schedulers`); None: constant ``lr``."""
     betas: tuple[float, float] = (0.9, 0.999)
     betas_at: Callable[[int], tuple[float, float]] | None = None
     """Adam's (β1, β2) for applied step t where the schedule sets them (OneCycle's momentum

@@ -1,5 +1,5 @@
 """The predicates that say when a DeepSpeed setting dsbench's engine does not implement is on
-(so refused; see [Note: a field's DeepSpeed status] in :mod:`dsbench.zero.fields`), the
+(so refused; see [Note: a field's DeepSpeed status] in :mod:`.fields`), the
 optimizer's parameter lists, and the one-pass reader that sorts a config's keys into
 implemented, ignored and refused."""
 
@@ -9,8 +9,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from dsbench.values import show_json
-from dsbench.zero import hf_auto
-from dsbench.zero.fields import READ, ConfigError
+from dsbench.zero.config import hf_auto
+from dsbench.zero.config.fields import READ, ConfigError
 
 AUTO = hf_auto.AUTO
 
@@ -19,36 +19,36 @@ AUTO = hf_auto.AUTO
 # --------------------------------------------------------------------------------------------
 
 
-def _is_set(value: Any) -> bool:
+def is_set(value: Any) -> bool:
     return value is not None and value != {} and value is not False
 
 
-def _enabled(value: Any) -> bool:
+def is_enabled(value: Any) -> bool:
     if isinstance(value, dict):
         return bool(value.get("enabled", False))
-    return _is_set(value)
+    return is_set(value)
 
 
-def _grad_accum_dtype(value: Any) -> bool:
+def sets_grad_accum_dtype(value: Any) -> bool:
     return isinstance(value, dict) and value.get("grad_accum_dtype") is not None
 
 
-def _autotp(value: Any) -> bool:
+def autotp_on(value: Any) -> bool:
     return isinstance(value, dict) and value.get("autotp_size") not in (None, 0, 1)
 
 
-def _not_in(*off: Any) -> Callable[[Any], bool]:
+def not_in(*off: Any) -> Callable[[Any], bool]:
     """On unless the value is one of ``off`` (the setting's values that leave it off)."""
     return lambda value: value not in off
 
 
-def _names_a_module(value: Any) -> bool:
+def names_a_module(value: Any) -> bool:
     return isinstance(value, dict) and any(value.get(k) for k in value)
 
 
 # DeepSpeed's own optimizers (config.DEEPSPEED_OPTIMIZERS) besides adam/adamw; any other name
 # is looked up in torch.optim.
-_DS_OTHER_OPTIMIZERS = (
+DS_OTHER_OPTIMIZERS = (
     "adagrad",
     "lamb",
     "onebitadam",
@@ -60,10 +60,9 @@ _DS_OTHER_OPTIMIZERS = (
     "lion",
     "muon",
 )
-_BATCH_KEYS = hf_auto.BATCH_KEYS
 
 
-def _describe(path: str, value: Any) -> str:
+def describe(path: str, value: Any) -> str:
     """``path=value`` for a refused setting; for a section, the switch that turned it on."""
     if isinstance(value, dict):
         for switch in ("device", "enabled", "autotp_size"):
@@ -73,7 +72,7 @@ def _describe(path: str, value: Any) -> str:
     return f"{path}={show_json(value)}"
 
 
-class _Reader:
+class KeyReader:
     """One pass over the raw dict: unknown keys, "auto" placeholders, keys dsbench ignores."""
 
     def __init__(self):
@@ -108,7 +107,7 @@ class _Reader:
             if key not in not_implemented:
                 raise READ.unknown(f"{path}.{key}", key, valid)
             if not_implemented[key](value) and active:
-                self.unsupported.append(_describe(f"{path}.{key}", value))
+                self.unsupported.append(describe(f"{path}.{key}", value))
             else:
                 self.ignored.append(f"{path}.{key}")
 

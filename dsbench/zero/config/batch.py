@@ -26,7 +26,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from dsbench.zero.fields import ConfigError
+from dsbench.zero.config.fields import ConfigError
 
 TRAIN = "train_batch_size"
 MICRO = "train_micro_batch_size_per_gpu"

@@ -1,6 +1,6 @@
 """What every section of a ds_config shares: the one-line :class:`ConfigError`, the reader of
-its values (:data:`READ`, :mod:`dsbench.values` worded for JSON), :class:`_Section`, the base
-of the section dataclasses (config.py, the schedulers in schedulers.py), which checks each
+its values (:data:`READ`, :mod:`dsbench.values` worded for JSON), :class:`Section`, the base
+of the section dataclasses (sections.py, top_level.py, schedulers.py, ...), which checks each
 bool/int/float field in ``__post_init__``, and each field's DeepSpeed status.
 
 [Note: a field's DeepSpeed status]
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from dsbench.errors import UsageError
-from dsbench.values import Reader, show_json
+from dsbench.values import Reader
 
 
 class ConfigError(UsageError):
@@ -42,9 +42,6 @@ READ = Reader(_fail, json=True)
 """Reads a ds_config's values (:mod:`dsbench.values`): ``fp16.enabled must be true or false, got
 1 (a number)``."""
 
-_show = show_json  # a value as the user wrote it (the schedulers' messages use it too)
-
-
 # --------------------------------------------------------------------------------------------
 # DeepSpeed status of each field (see [Note: a field's DeepSpeed status])
 # --------------------------------------------------------------------------------------------
@@ -52,7 +49,7 @@ _show = show_json  # a value as the user wrote it (the schedulers' messages use 
 Status = Literal["implemented", "ignored", "refused"]
 
 
-def _never(value: Any) -> bool:
+def never(value: Any) -> bool:
     return False
 
 
@@ -65,7 +62,7 @@ class DeepSpeed:
     """What dsbench's engine does with one of DeepSpeed's settings."""
 
     status: Status = "implemented"
-    refused_if: Callable[[Any], bool] = _never
+    refused_if: Callable[[Any], bool] = never
     """For ``refused``: whether a value turns the setting on (else it is ignored)."""
     alias: str | None = None
     """DeepSpeed's other name for the key."""
@@ -89,7 +86,7 @@ def setting(
     ``refused_if`` is refused when truthy)."""
     if status == "refused" and refused_if is None:
         refused_if = _truthy
-    meta = {"deepspeed": DeepSpeed(status, refused_if or _never, alias, only)}
+    meta = {"deepspeed": DeepSpeed(status, refused_if or never, alias, only)}
     return dataclasses.field(default=default, metadata=meta, **kwargs)
 
 
@@ -163,7 +160,7 @@ def status_table(cls: type, path: str = "") -> list[tuple[str, str]]:
     return rows
 
 
-class _Section:
+class Section:
     """Base of the section dataclasses: checks every bool/int/float field in ``__post_init__``.
 
     ``_PATH`` is the section's place in the ds_config (for messages); ``_MIN`` gives lower

@@ -25,7 +25,7 @@ path                                                       value
 =========================================================  ====================================
 
 The batch sizes' "auto" (micro-batch 8, accumulation 1, ``train_batch_size`` derived, the command
-line first) are resolved with the other batch sizes in :mod:`dsbench.zero.batch`.
+line first) are resolved with the other batch sizes in :mod:`.batch`.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def fill(
     hidden_size: int | None,
 ) -> tuple[dict[str, Any], list[str]]:
     """Replace every "auto" in ``raw`` (in place): from ``given`` (dotted path → value) first,
-    else as the Trainer would (the batch sizes' are left to :mod:`dsbench.zero.batch`). Returns
+    else as the Trainer would (the batch sizes' are left to :mod:`.batch`). Returns
     the filled paths with their values and, with the reason in brackets, the paths nothing could
     fill."""
     filled: dict[str, Any] = {}
@@ -113,7 +113,7 @@ def fill(
     later = []
     for path, node, key in list(_autos(raw)):
         if path in BATCH_KEYS and path not in given:
-            continue  # resolved with the other batch sizes (dsbench.zero.batch)
+            continue  # resolved with the other batch sizes (dsbench.zero.config.batch)
         if path in given:
             value = given[path]
         elif path in TRAINER_DEFAULTS:

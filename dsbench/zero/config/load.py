@@ -1,33 +1,27 @@
-"""DeepSpeed's ds_config JSON, read as DeepSpeed 0.18 reads it, for dsbench's ZeRO engine.
+"""Reading a ds_config (:func:`load_config`) as DeepSpeed 0.18 reads it, for dsbench's engine.
 
 :func:`load_config` turns a ds_config (file, JSON text or dict) into a :class:`DSConfig`
-(:mod:`dsbench.zero.top_level`) of kw-only dataclasses, one per section, each validated in
+(:mod:`.top_level`) of kw-only dataclasses, one per section, each validated in
 ``__post_init__``, in named steps: read the source, fill "auto", read the sections, resolve the
 batch sizes, report. It follows DeepSpeed (``deepspeed/runtime/config.py``, ``zero/config.py``,
 ``precision_config.py``, 0.18.4) where DeepSpeed is well defined, and is stricter where DeepSpeed
 lets mistakes through:
 
-* batch sizes: ``train_batch_size = train_micro_batch_size_per_gpu × gradient_accumulation_steps
-  × world_size``; a missing one is derived as DeepSpeed's ``_set_batch_related_parameters``
-  does (only ``train_batch_size`` or only the micro-batch: accumulation 1). The command line's
-  batch sizes override the config's, which are re-derived around them
-  (:mod:`dsbench.zero.batch`). Where DeepSpeed floor-divides and then fails its assertion, we
-  say which division does not come out even, and which command-line flag would fit.
+* batch sizes: derived and checked as DeepSpeed's ``_set_batch_related_parameters`` does, but
+  with exact divisions; the command line's override the config's (:mod:`.batch`), and a size
+  that does not fit is an error naming the flag that would.
 * fp16 and bf16 both enabled is an error (DeepSpeed only ``assert``-s it, gone under ``-O``).
 * inside a section, an unknown key is an error with the closest valid name (DeepSpeed's pydantic
   models forbid extras too); unknown top-level keys get one warning (DeepSpeed ignores them).
 * types: DeepSpeed's pydantic models coerce ``true`` to 1 and ``"2"`` to 2; we refuse both.
   Whole floats such as ``5e8`` are accepted where an integer is expected, as in DeepSpeed.
-* settings DeepSpeed accepts but dsbench's engine does not implement are fields of the section
-  dataclasses too, each marked ignored or refused in its metadata (:mod:`dsbench.zero.fields`,
-  [Note: a field's DeepSpeed status]), and are recorded: harmless ones
-  in :attr:`DSConfig.ignored_keys` (one warning), ones that change what is computed or where it
-  lives in :attr:`DSConfig.unsupported` (dsbench's engine refuses them; ``for_engine="deepspeed"``
-  accepts them, and :meth:`DSConfig.to_deepspeed_dict` hands them to ``deepspeed.initialize``).
-* Hugging Face Trainer configs write ``"auto"`` for values the Trainer fills in. We fill each as
-  the Trainer would from its defaults (:mod:`dsbench.zero.hf_auto`), the command line first;
-  one error lists those it has no default for.
-* schedulers: DeepSpeed's five (:mod:`dsbench.zero.schedulers`).
+* settings dsbench's engine does not implement are fields too, marked ignored or refused
+  ([Note: a field's DeepSpeed status] in :mod:`.fields`): ignored ones go to
+  :attr:`DSConfig.ignored_keys` (one warning), refused ones to :attr:`DSConfig.unsupported`
+  (an error, unless ``for_engine="deepspeed"``, which hands them to ``deepspeed.initialize``).
+* ``"auto"`` (Hugging Face Trainer configs) is filled as the Trainer would from its defaults
+  (:mod:`.hf_auto`), the command line first; one error lists those it has no default for.
+* schedulers: DeepSpeed's five (:mod:`.schedulers`).
 
 Every error is a :class:`ConfigError` (a :class:`~dsbench.errors.UsageError`): one line, naming
 the field, so the CLI prints it and exits 2.
@@ -45,48 +39,36 @@ from typing import Any, Literal
 
 from dsbench.errors import one_line
 from dsbench.values import closest, kind, show_json
-from dsbench.zero import hf_auto, offload_config
-from dsbench.zero.activation_config import read_activation_checkpointing
-from dsbench.zero.batch import resolve as resolve_batch
-from dsbench.zero.fields import (
+from dsbench.zero.config import hf_auto, offload_config
+from dsbench.zero.config.activation_config import read_activation_checkpointing
+from dsbench.zero.config.batch import resolve as resolve_batch
+from dsbench.zero.config.fields import (
     READ,
     ConfigError,
-    _never,
     aliases,
     implemented,
+    never,
     not_implemented,
     statuses,
 )
-from dsbench.zero.keys import _BATCH_KEYS, _DS_OTHER_OPTIMIZERS, _describe, _Reader
-from dsbench.zero.schedulers import (
+from dsbench.zero.config.keys import DS_OTHER_OPTIMIZERS, KeyReader, describe
+from dsbench.zero.config.schedulers import (
     SCHEDULERS,
     WARMUP_TYPES,
     SchedulerConfig,
     WarmupDecayLRConfig,
     WarmupLRConfig,
 )
-from dsbench.zero.sections import (
+from dsbench.zero.config.sections import (
     BatchConfig,
     BF16Config,
     FP16Config,
     OptimizerConfig,
     ZeroConfig,
 )
-from dsbench.zero.top_level import DSConfig
+from dsbench.zero.config.top_level import DSConfig
 
-__all__ = [
-    "BF16Config",
-    "BatchConfig",
-    "ConfigError",
-    "DSConfig",
-    "FP16Config",
-    "OptimizerConfig",
-    "WarmupLRConfig",
-    "ZeroConfig",
-    "load_config",
-]
-
-AUTO = hf_auto.AUTO
+_BATCH_KEYS = hf_auto.BATCH_KEYS
 
 
 class _DuplicateKey(Exception):
@@ -154,9 +136,9 @@ def load_config(
 
     ``world_size`` is the data-parallel size. ``micro_batch``, ``grad_accum`` and
     ``train_batch`` are the command line's batch sizes: they override the config's, which are
-    re-derived around them (:mod:`dsbench.zero.batch`). Every "auto" placeholder is filled:
+    re-derived around them (:mod:`.batch`). Every "auto" placeholder is filled:
     from ``auto_values`` (dotted path → value, e.g. ``"optimizer.params.lr"``) first, else as
-    the Hugging Face Trainer fills it from its defaults (:mod:`dsbench.zero.hf_auto`; ``steps``
+    the Hugging Face Trainer fills it from its defaults (:mod:`.hf_auto`; ``steps``
     is the run's step count and ``hidden_size`` the model's, for the "auto"s that need them).
     What the command line changed and what "auto" became are one line each in
     :attr:`DSConfig.notes`. ``warn`` receives the one-line warnings: a warmup_type DeepSpeed
@@ -172,7 +154,7 @@ def load_config(
     raw = _read_source(source)
     autos = list(hf_auto.auto_paths(raw))
     filled = _fill_auto(raw, auto_values or {}, steps=steps, hidden_size=hidden_size)
-    reader = _Reader()
+    reader = KeyReader()
     sections = _read_sections(reader, raw)
     batch, batch_filled, batch_note = _batch_sizes(sections.pop("batch"), args, world_size)
     raw.update(
@@ -216,7 +198,7 @@ def _requested(**sizes: int | None) -> dict[str, int | None]:
 
 def _fill_auto(raw: dict, given: Mapping[str, Any], *, steps, hidden_size) -> dict[str, Any]:
     """Step "auto": every placeholder but the batch sizes' filled in ``raw`` (in place), as the
-    Hugging Face Trainer fills it (:mod:`dsbench.zero.hf_auto`); the paths filled, with values.
+    Hugging Face Trainer fills it (:mod:`.hf_auto`); the paths filled, with values.
     One error lists those nothing can fill."""
     filled, left = hf_auto.fill(raw, given=given, steps=steps, hidden_size=hidden_size)
     if left:
@@ -228,7 +210,7 @@ def _fill_auto(raw: dict, given: Mapping[str, Any], *, steps, hidden_size) -> di
     return filled
 
 
-def _read_sections(reader: _Reader, raw: dict) -> dict[str, Any]:
+def _read_sections(reader: KeyReader, raw: dict) -> dict[str, Any]:
     """Step "sections": each section of ``raw`` read into its dataclass, keys sorted into
     implemented, ignored and refused (in ``reader``). Returns DSConfig's keyword arguments, with
     ``unknown`` (top-level keys DeepSpeed does not know) and ``batch`` (the config's batch
@@ -240,7 +222,7 @@ def _read_sections(reader: _Reader, raw: dict) -> dict[str, Any]:
     for key in raw:
         if key in top_not_implemented:
             if top_not_implemented[key](raw[key]):
-                reader.unsupported.append(_describe(key, raw[key]))
+                reader.unsupported.append(describe(key, raw[key]))
             else:
                 reader.ignored.append(key)
             reader.take(raw, "", key, out)
@@ -272,7 +254,7 @@ def _batch_sizes(
     in_config: tuple[dict[str, Any], list[str]], args: Mapping[str, int | None], world_size: int
 ) -> tuple[BatchConfig, dict[str, str], str | None]:
     """Step "batch arithmetic": the three sizes from the config's (``in_config``: values and
-    "auto" keys) and the command line's (:mod:`dsbench.zero.batch`), with the "auto" ones as
+    "auto" keys) and the command line's (:mod:`.batch`), with the "auto" ones as
     shown in the fill notice and one line saying what the command line changed."""
     values, autos = in_config
     # checked for type here, so that "auto" and bad types are told apart
@@ -327,7 +309,7 @@ def _top_level_keys() -> tuple[list[str], dict[str, Any]]:
     return valid, not_done
 
 
-def _read_precision(reader: _Reader, raw: dict, key: str, cls: type) -> Any:
+def _read_precision(reader: KeyReader, raw: dict, key: str, cls: type) -> Any:
     section = reader.section(raw, key)
     names, not_done = implemented(cls), not_implemented(cls)
     kwargs: dict[str, Any] = {}
@@ -338,7 +320,7 @@ def _read_precision(reader: _Reader, raw: dict, key: str, cls: type) -> Any:
     return cls(**kwargs)
 
 
-def _read_zero(reader: _Reader, raw: dict) -> ZeroConfig:
+def _read_zero(reader: KeyReader, raw: dict) -> ZeroConfig:
     value = raw.get("zero_optimization", {})
     if isinstance(value, bool):  # DeepSpeed's deprecated format: true = stage 1
         return ZeroConfig(stage=int(value), allgather_bucket_size=raw.get("allgather_size", 5e8))
@@ -365,11 +347,11 @@ def _read_zero(reader: _Reader, raw: dict) -> ZeroConfig:
     return zero
 
 
-def _read_optimizer(reader: _Reader, raw: dict) -> OptimizerConfig | None:
+def _read_optimizer(reader: KeyReader, raw: dict) -> OptimizerConfig | None:
     if raw.get("optimizer") is None:
         return None
     section = reader.section(raw, "optimizer")
-    reader.keys(section, "optimizer", ("type", "params"), {"legacy_fusion": _never})
+    reader.keys(section, "optimizer", ("type", "params"), {"legacy_fusion": never})
     name = section.get("type")
     if not isinstance(name, str):
         raise ConfigError(f"optimizer.type must be a name such as AdamW, got {show_json(name)}")
@@ -379,13 +361,13 @@ def _read_optimizer(reader: _Reader, raw: dict) -> OptimizerConfig | None:
     if name.lower() not in ("adam", "adamw"):
         import torch.optim
 
-        if name.lower() in _DS_OTHER_OPTIMIZERS or hasattr(torch.optim, name):
+        if name.lower() in DS_OTHER_OPTIMIZERS or hasattr(torch.optim, name):
             reader.unsupported.append(f"optimizer.type={show_json(name)}")
             return None
-        valid = ["Adam", "AdamW", *_DS_OTHER_OPTIMIZERS]
+        valid = ["Adam", "AdamW", *DS_OTHER_OPTIMIZERS]
         raise ConfigError(
             f"unknown optimizer.type {show_json(name)}{closest(name, valid)}; DeepSpeed knows "
-            "Adam, AdamW, " + ", ".join(_DS_OTHER_OPTIMIZERS) + " and torch.optim classes"
+            "Adam, AdamW, " + ", ".join(DS_OTHER_OPTIMIZERS) + " and torch.optim classes"
         )
     if "max_grad_norm" in params:  # DeepSpeed raises ValueError for it as well
         raise ConfigError(
@@ -431,7 +413,7 @@ def _adam_params() -> tuple[tuple[str, ...], dict[str, Any], dict[str, Any]]:
 
 
 def _read_scheduler(
-    reader: _Reader, raw: dict, optimizer: OptimizerConfig | None
+    reader: KeyReader, raw: dict, optimizer: OptimizerConfig | None
 ) -> SchedulerConfig | None:
     if raw.get("scheduler") is None:
         return None

@@ -31,7 +31,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
-from dsbench.zero.fields import ConfigError, _Section, _show
+from dsbench.values import show_json
+from dsbench.zero.config.fields import ConfigError, Section
 
 __all__ = [
     "SCHEDULERS",
@@ -46,7 +47,7 @@ WARMUP_TYPES = ("log", "linear")
 
 
 @dataclass(kw_only=True, slots=True)
-class _Schedule(_Section):
+class _Schedule(Section):
     """Base of the scheduler sections: when each value applies (see the module docstring)."""
 
     last_batch_iteration: int = -1
@@ -68,7 +69,7 @@ class _Schedule(_Section):
                 raise ConfigError(
                     f"{self.NAME} needs scheduler.params.{name} (DeepSpeed has no default for it)"
                 )
-        _Section.__post_init__(self)
+        Section.__post_init__(self)
 
     def lr_at(self, iteration: int, base_lr: float | None = None) -> float:
         """DeepSpeed's ``get_lr()`` at ``last_batch_iteration = iteration``; ``base_lr`` is the
@@ -133,7 +134,7 @@ class _Warmup(_Schedule):
             # WarmupDecayLR's as DeepSpeed does: 'log', with a warning).
             raise ConfigError(
                 "scheduler.params.warmup_type must be 'log' or 'linear', "
-                f"got {_show(self.warmup_type)}"
+                f"got {show_json(self.warmup_type)}"
             )
 
 

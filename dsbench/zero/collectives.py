@@ -17,21 +17,8 @@ On GPUs the worker runs collectives on its own stream, after an event recorded o
 submitting stream, and the waiter's stream waits on the collective's completion event.
 
 The implementations (``native`` torch.distributed, ``ring``, ...) come from the kernel registry;
-the engine never knows which one it got.
-
-[Note: gloo's large collectives]
-On CPUs, gloo's reduce_scatter and all_gather are slow for large tensors next to its own
-all_to_all, all_reduce and broadcast over the same bytes (the timings by size:
-dsbench/decisions.md, "Gloo's large collectives"); for small tensors the native calls are as fast
-or faster. So with the
-``native`` implementations over gloo, the queue runs a reduce-scatter of a full tensor of at
-least ``GLOO_LARGE_BYTES`` as an all_to_all_single into a kept receive buffer (every rank's
-chunk r) and a sum of those chunks in rank order, and such an all-gather as one broadcast of
-each rank's chunk from its owner. All are torch.distributed's own collectives over the same
-group; the results are the same sums (for 2 ranks the same bits: a + b == b + a) and the same
-copies, identical on every rank. The receive buffer costs one full tensor per rank (16 MiB for
-the seed MLP), yet peak RSS per rank was lower than with gloo's reduce_scatter. NCCL, shm and
-ring are untouched.
+the engine never knows which one it got. Over gloo, large native reduce-scatters and all-gathers
+take torch.distributed's faster calls ([Note: gloo's large collectives]).
 """
 
 from __future__ import annotations
@@ -44,8 +31,21 @@ import torch
 
 from dsbench.kernels import registry
 
+# [Note: gloo's large collectives]
+# On CPUs, gloo's reduce_scatter and all_gather are slow for large tensors next to its own
+# all_to_all, all_reduce and broadcast over the same bytes (the timings by size:
+# dsbench/decisions.md, "Gloo's large collectives"); for small tensors the native calls are as
+# fast or faster. So with the ``native`` implementations over gloo, the queue runs a
+# reduce-scatter of a full tensor of at least ``GLOO_LARGE_BYTES`` as an all_to_all_single into a
+# kept receive buffer (every rank's chunk r) and a sum of those chunks in rank order, and such an
+# all-gather as one broadcast of each rank's chunk from its owner. All are torch.distributed's own
+# collectives over the same group; the results are the same sums (for 2 ranks the same bits:
+# a + b == b + a) and the same copies, identical on every rank. The receive buffer costs one full
+# tensor per rank (16 MiB for the seed MLP), yet peak RSS per rank was lower than with gloo's
+# reduce_scatter. NCCL, shm and ring are untouched.
+
 GLOO_LARGE_BYTES = 8 << 20
-"""Full tensors from this size on take the all_to_all / broadcast path (Note above);
+"""Full tensors from this size on take the all_to_all / broadcast path (the Note above);
 ``DSBENCH_GLOO_LARGE_BYTES`` overrides it (0: always; a huge value: never)."""
 
 
@@ -174,13 +174,13 @@ class Comm:
         if self._large("reduce_scatter", input):
             recv = self._recv_buffer(input)
             return self._submit(
-                lambda: _reduce_scatter_by_alltoall(output, input, self.group, recv)
+                lambda: reduce_scatter_by_alltoall(output, input, self.group, recv)
             )
         return self._submit(lambda: self._reduce_scatter(output, input, group=self.group))
 
     def allgather(self, output: torch.Tensor, input: torch.Tensor) -> Handle:
         if self._large("allgather", output):
-            return self._submit(lambda: _allgather_by_broadcast(output, input, self.group))
+            return self._submit(lambda: allgather_by_broadcast(output, input, self.group))
         return self._submit(lambda: self._allgather(output, input, group=self.group))
 
     def _recv_buffer(self, like: torch.Tensor) -> torch.Tensor:
@@ -266,7 +266,7 @@ def _is_gloo(group) -> bool:
     return dist.is_available() and dist.is_initialized() and dist.get_backend(group) == "gloo"
 
 
-def _reduce_scatter_by_alltoall(
+def reduce_scatter_by_alltoall(
     output: torch.Tensor, input: torch.Tensor, group, recv: torch.Tensor
 ) -> None:
     """[Note: gloo's large collectives]: every rank's chunk r into ``recv``, summed in rank
@@ -280,7 +280,7 @@ def _reduce_scatter_by_alltoall(
     torch.sum(got.view(world, n), 0, out=output.view(-1))
 
 
-def _allgather_by_broadcast(output: torch.Tensor, input: torch.Tensor, group) -> None:
+def allgather_by_broadcast(output: torch.Tensor, input: torch.Tensor, group) -> None:
     """[Note: gloo's large collectives]: chunk r of ``output`` broadcast from group rank r."""
     import torch.distributed as dist
 

@@ -18,11 +18,11 @@ from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 from dsbench.values import closest, show_json
-from dsbench.zero.fields import ConfigError, _Section, ignored, not_implemented
+from dsbench.zero.config.fields import ConfigError, Section, ignored, not_implemented
 
 
 @dataclass(kw_only=True, slots=True)
-class ActivationCheckpointingConfig(_Section):
+class ActivationCheckpointingConfig(Section):
     """Whether the model checkpoints its blocks, and how many."""
 
     enabled: bool = False

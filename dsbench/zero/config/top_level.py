@@ -1,9 +1,9 @@
 """The whole ds_config: :class:`DSConfig`, one field per top-level setting DeepSpeed 0.18 reads.
 
-Its sections are the dataclasses of :mod:`dsbench.zero.sections`, :mod:`dsbench.zero.schedulers`
-and :mod:`dsbench.zero.activation_config`; DeepSpeed's top-level settings that dsbench's engine
+Its sections are the dataclasses of :mod:`.sections`, :mod:`.schedulers`
+and :mod:`.activation_config`; DeepSpeed's top-level settings that dsbench's engine
 does not implement are fields too, each marked ignored or refused ([Note: a field's DeepSpeed
-status] in :mod:`dsbench.zero.fields`). :func:`dsbench.zero.config.load_config` builds it (and
+status] in :mod:`.fields`). :func:`dsbench.zero.config.load_config` builds it (and
 re-exports it)."""
 
 from __future__ import annotations
@@ -13,17 +13,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from dsbench.zero.activation_config import ActivationCheckpointingConfig
-from dsbench.zero.fields import NOT_A_KEY, ConfigError, _Section, ignored, refused, setting
-from dsbench.zero.keys import _autotp, _enabled, _grad_accum_dtype, _is_set, _not_in
-from dsbench.zero.schedulers import SchedulerConfig
-from dsbench.zero.sections import BatchConfig, BF16Config, FP16Config, OptimizerConfig, ZeroConfig
+from dsbench.zero.config.activation_config import ActivationCheckpointingConfig
+from dsbench.zero.config.fields import NOT_A_KEY, ConfigError, Section, ignored, refused, setting
+from dsbench.zero.config.keys import autotp_on, is_enabled, is_set, not_in, sets_grad_accum_dtype
+from dsbench.zero.config.schedulers import SchedulerConfig
+from dsbench.zero.config.sections import (
+    BatchConfig,
+    BF16Config,
+    FP16Config,
+    OptimizerConfig,
+    ZeroConfig,
+)
 
 __all__ = ["DSConfig"]
 
 
 @dataclass(kw_only=True, slots=True)
-class DSConfig(_Section):
+class DSConfig(Section):
     """A ds_config as dsbench's engines use it. Build it with
     :func:`dsbench.zero.config.load_config`."""
 
@@ -34,7 +40,7 @@ class DSConfig(_Section):
     """Adam/AdamW settings; None when the config has no ``optimizer`` (the caller supplies
     one, as with DeepSpeed) or names one dsbench's engine does not implement."""
     scheduler: SchedulerConfig | None = None
-    """One of DeepSpeed's five schedulers (:mod:`dsbench.zero.schedulers`); None when there is
+    """One of DeepSpeed's five schedulers (:mod:`.schedulers`); None when there is
     no ``scheduler`` or it names a ``torch.optim.lr_scheduler`` class (DeepSpeed engine only)."""
     gradient_clipping: float = 0.0
     """Clip gradients to this global L2 norm; 0 = off (DeepSpeed's default)."""
@@ -47,7 +53,7 @@ class DSConfig(_Section):
     activation_checkpointing: ActivationCheckpointingConfig = field(
         default_factory=ActivationCheckpointingConfig
     )
-    """Recompute the model's blocks in backward (:mod:`dsbench.zero.activation_config`)."""
+    """Recompute the model's blocks in backward (:mod:`.activation_config`)."""
     steps_per_print: int | None = None
     """Log every this many steps (DeepSpeed's default: None, never)."""
     wall_clock_breakdown: bool = False
@@ -69,52 +75,52 @@ class DSConfig(_Section):
     # computed or where it lives.
     aio: Any = ignored()
     allgather_size: Any = ignored()  # the old boolean zero_optimization format
-    amp: Any = refused(_enabled)
+    amp: Any = refused(is_enabled)
     autotuning: Any = ignored()
     checkpoint: Any = ignored()
     comet: Any = ignored()
     comms_logger: Any = ignored()
-    communication_data_type: Any = refused(_is_set)
-    compile: Any = refused(_enabled)
-    compression_training: Any = refused(_is_set)
+    communication_data_type: Any = refused(is_set)
+    compile: Any = refused(is_enabled)
+    compression_training: Any = refused(is_set)
     csv_monitor: Any = ignored()
-    curriculum_learning: Any = refused(_enabled)
-    data_efficiency: Any = refused(_enabled)
-    data_types: Any = refused(_grad_accum_dtype)
+    curriculum_learning: Any = refused(is_enabled)
+    data_efficiency: Any = refused(is_enabled)
+    data_types: Any = refused(sets_grad_accum_dtype)
     dataloader_drop_last: Any = ignored()
     datastates_ckpt: Any = ignored()
     disable_allgather: Any = ignored()
     dump_state: Any = ignored()
-    eigenvalue: Any = refused(_enabled)
-    elasticity: Any = refused(_enabled)
+    eigenvalue: Any = refused(is_enabled)
+    elasticity: Any = refused(is_enabled)
     flops_profiler: Any = ignored()
-    gradient_predivide_factor: Any = refused(_not_in(1))
+    gradient_predivide_factor: Any = refused(not_in(1))
     graph_harvesting: Any = ignored()
-    hybrid_engine: Any = refused(_enabled)
+    hybrid_engine: Any = refused(is_enabled)
     memory_breakdown: Any = ignored()
     nebula: Any = ignored()
-    pipeline: Any = refused(_is_set)  # pipeline parallelism (PipelineModule)
+    pipeline: Any = refused(is_set)  # pipeline parallelism (PipelineModule)
     prescale_gradients: Any = refused()
-    progressive_layer_drop: Any = refused(_enabled)
-    quantize_training: Any = refused(_enabled)
+    progressive_layer_drop: Any = refused(is_enabled)
+    quantize_training: Any = refused(is_enabled)
     seq_parallel_communication_data_type: Any = ignored()
-    sequence_parallel_size: Any = refused(_not_in(None, 1))
-    sparse_attention: Any = refused(_is_set)
+    sequence_parallel_size: Any = refused(not_in(None, 1))
+    sparse_attention: Any = refused(is_set)
     sparse_gradients: Any = refused()
-    tensor_parallel: Any = refused(_autotp)
+    tensor_parallel: Any = refused(autotp_on)
     tensorboard: Any = ignored()
     timers: Any = ignored()
     use_data_before_expert_parallelism: Any = refused()  # mixture of experts
     vocabulary_size: Any = ignored()
     wandb: Any = ignored()
-    weight_quantization: Any = refused(_is_set)
+    weight_quantization: Any = refused(is_set)
     zero_allow_untested_optimizer: Any = ignored()
     zero_force_ds_cpu_optimizer: Any = ignored()
 
     _MIN: ClassVar[Mapping[str, float]] = {"steps_per_print": 1}
 
     def __post_init__(self) -> None:
-        _Section.__post_init__(self)
+        Section.__post_init__(self)
         if self.fp16.enabled and self.bf16.enabled:
             # DeepSpeed: `assert not (fp16 and bf16)`, which `python -O` removes.
             raise ConfigError(

@@ -20,7 +20,7 @@ What dsbench's engine does with each field (the engine side is :mod:`dsbench.zer
 ``nvme_path``
 =========================================  ==================================================
 
-Each field's status is in its metadata (:mod:`dsbench.zero.fields`); a test checks this table
+Each field's status is in its metadata (:mod:`.fields`); a test checks this table
 against it. As in DeepSpeed, ``offload_optimizer`` does nothing at stage 0 (no ZeRO optimizer)
 and ``offload_param`` nothing below stage 3; both are then reported as ignored.
 """
@@ -32,12 +32,12 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from dsbench.values import show_json
-from dsbench.zero.fields import (
+from dsbench.zero.config.fields import (
     READ,
     ConfigError,
-    _never,
-    _Section,
+    Section,
     ignored,
+    never,
     not_implemented,
     refused,
 )
@@ -50,7 +50,7 @@ def _partial(ratio: float) -> bool:
 
 
 @dataclass(kw_only=True, slots=True)
-class _Offload(_Section):
+class _Offload(Section):
     device: str = "none"
     """'none', 'cpu' (implemented) or 'nvme' (refused)."""
     pin_memory: bool = False
@@ -67,7 +67,7 @@ class _Offload(_Section):
             raise ConfigError(
                 f"{self._PATH}.nvme_path must be a path, got {show_json(self.nvme_path)}"
             )
-        _Section.__post_init__(self)
+        Section.__post_init__(self)
 
     @property
     def enabled(self) -> bool:
@@ -164,7 +164,7 @@ def read_offload(zero: dict[str, Any], stage: Any) -> Offload:
         if section.device == "nvme":
             unsupported.append(f'{section._PATH}.device="nvme"')
         if isinstance(given, dict):  # the tuning fields given (the shared nvme_path last)
-            tuning = [k for k, on in not_implemented(type(section)).items() if on is _never]
+            tuning = [k for k, on in not_implemented(type(section)).items() if on is never]
             tuning.sort(key=lambda k: k == "nvme_path")
             ignored_keys += [f"{section._PATH}.{k}" for k in tuning if k in given]
     for name, on in not_implemented(OffloadOptimizerConfig).items():
