@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import os
 
+from dsbench.records import Row
 from dsbench.suites import Benchmark, Skip
 
 
@@ -69,14 +70,14 @@ def asv_class(bench: Benchmark) -> type:
         except Skip as exc:
             raise NotImplementedError(str(exc)) from None
 
-    def measured_row(self, *args) -> dict:
+    def measured_row(self, *args) -> Row:
         from dsbench import runner
 
         ctx_, profile = _setting()
         config = runner.TIMING[timing_suite(bench, ctx_.suite)]
         params = params_of(args)
         if bench.ranks_param:
-            rows: list[dict] = []
+            rows: list[Row] = []
             runner.run_distributed(bench, [params], ctx_, profile, config, rows.append)
             row = rows[0]
         else:
@@ -84,14 +85,14 @@ def asv_class(bench: Benchmark) -> type:
 
             m = measure(self.case.fn, device=ctx_.torch_device, args=self.case.args, config=config)
             row = runner.ok_row(bench, params, self.case, m, profile)
-        if row["status"] == "skipped":
-            raise NotImplementedError(row["reason"])
-        if row["status"] == "failed":
-            raise RuntimeError(row["error"])
+        if row.status == "skipped":
+            raise NotImplementedError(row.reason)
+        if row.status == "failed":
+            raise RuntimeError(row.error)
         return row
 
     def track_primary(self, *args):
-        return measured_row(self, *args)["value"]
+        return measured_row(self, *args).value
 
     track_primary.unit = primary.unit
     attrs = {
@@ -117,7 +118,7 @@ def asv_class(bench: Benchmark) -> type:
     if ctx.gpu:  # asv's peakmem_ sees host memory only; the GPU allocator's peak is tracked
 
         def track_device_peak_bytes(self, *args):
-            return measured_row(self, *args)["memory"]["device_peak_allocated_bytes"]
+            return measured_row(self, *args).memory.device_peak_allocated_bytes
 
         track_device_peak_bytes.unit = "bytes"
         attrs["track_device_peak_bytes"] = track_device_peak_bytes

@@ -50,8 +50,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from dsbench.records import HIGHER, LOWER, OK, Direction, Round, Row, RunRecord, case_id
-from dsbench.results import SCHEMA, SCHEMA_VERSION, ResultFileError, Run, validate
+from dsbench.records import HIGHER, LOWER, OK, Direction, Round, Row, RunRecord, Stats, case_id
+from dsbench.results import SCHEMA, SCHEMA_VERSION, ResultFileError, Run, checked
 
 ASV_API_VERSION = 2
 SKIP_FILES = ("machine.json", "benchmarks.json")
@@ -146,15 +146,15 @@ def _at(values, i):
     return values[i]
 
 
-def _stats(value: float, cols: dict, i: int) -> tuple[dict, list | None]:
+def _stats(value: float, cols: dict, i: int) -> tuple[Stats, list | None]:
     """(stats as dsbench writes them, raw samples or None) for combination ``i``: from the
     samples when asv kept them (``--record-samples``), else from the one value (n = 1)."""
     from dsbench.stats import summarize
 
     samples = _at(cols.get("samples"), i)
     if isinstance(samples, list) and samples and all(_finite(x) for x in samples):
-        return summarize(samples).to_dict(), samples
-    return summarize([value]).to_dict(), None
+        return Stats.of(summarize(samples)), samples
+    return Stats.of(summarize([value])), None
 
 
 def _finite(x) -> bool:
@@ -318,7 +318,7 @@ def read_asv_run(
         "asv_env": env_name,
         "env_vars": data.get("env_vars") or {},
     }
-    doc = RunRecord(
+    built = RunRecord(
         schema=SCHEMA,
         schema_version=SCHEMA_VERSION,
         run_id=f"asv-{commit[:8]}-{env_name}",
@@ -340,17 +340,17 @@ def read_asv_run(
         env=env,
         benchmarks=tuple(rows),
         key_order=ASV_RUN_KEYS,
-    ).to_json()
+    )
     try:
-        record = validate(doc, str(path))
+        record = checked(built, str(path))
     except ResultFileError as exc:
         raise AsvFileError(str(exc)) from None
-    return Run(path=path, doc=doc, record=record)
+    return Run(path=path, record=record)
 
 
 ASV_RUN_KEYS = ("schema", "schema_version", "run_id", "created", "machine", "label", "suite",
                 "source", "asv", "env", "benchmarks")  # fmt: skip
-"""The order of an asv run's keys (its ``doc``), as this reader has always given them."""
+"""The order of an asv run's keys (its JSON), as this reader has always given them."""
 
 
 def load_asv_runs(root: Path | str, warn: Callable[[str], None]) -> list[Run]:

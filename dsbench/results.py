@@ -6,8 +6,8 @@ step at a time, so old files keep working. A file that is corrupt, foreign or fr
 dsbench is reported in one line naming it and skipped; every other file still loads. Reading
 never modifies anything. Migrations work on the raw JSON; then the document must make a
 :class:`dsbench.records.RunRecord` and each row a :class:`dsbench.records.Row` (:attr:`Run.record`
-gives the run typed, :attr:`Run.rows` its rows, :attr:`Run.doc` and :attr:`Run.benchmarks` the
-JSON).
+gives the run typed, :attr:`Run.rows` its rows by id). Writers hand :func:`write_run` the run
+typed; it becomes JSON only there.
 
 Schema versions: 1, the first; 2 adds ``source``, the tool that measured the run (``dsbench`` or
 ``asv``, :data:`SOURCES`); 3 adds rounds: each ``ok`` row's ``rounds`` partitions its samples
@@ -106,11 +106,15 @@ def new_run_id(now: datetime | None = None) -> str:
     return f"{now:%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
 
 
-def write_run(doc: dict, root: Path | str | None = None, path: Path | str | None = None) -> Path:
-    """Write ``doc`` atomically (temporary file, fsync, link into place); never overwrite.
+def write_run(
+    run: records.RunRecord | dict, root: Path | str | None = None, path: Path | str | None = None
+) -> Path:
+    """Write ``run`` (a record, or its JSON) atomically (temporary file, fsync, link into place);
+    never overwrite.
 
     ``path`` names the file exactly; otherwise ``<root>/<machine>/<run_id>[-label].json``.
     """
+    doc = run.to_json() if isinstance(run, records.RunRecord) else run
     run = validate(doc, "<new run>")
     if path is None:
         root = Path(root) if root is not None else default_results_dir()
@@ -123,8 +127,7 @@ def write_run(doc: dict, root: Path | str | None = None, path: Path | str | None
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
     try:
         with os.fdopen(fd, "w") as f:
-            json.dump(doc, f, indent=1, allow_nan=False, default=_json_default)
-            f.write("\n")
+            f.write(run_text(doc))
             f.flush()
             os.fsync(f.fileno())
         os.link(tmp, path)  # fails if path appeared meanwhile: no overwrite, ever
@@ -133,6 +136,12 @@ def write_run(doc: dict, root: Path | str | None = None, path: Path | str | None
     finally:
         os.unlink(tmp)
     return path
+
+
+def run_text(run: records.RunRecord | dict) -> str:
+    """A result file's text: the run's JSON as :func:`write_run` writes it."""
+    doc = run.to_json() if isinstance(run, records.RunRecord) else run
+    return json.dumps(doc, indent=1, allow_nan=False, default=_json_default) + "\n"
 
 
 def check_writable(folder: Path | str) -> None:
@@ -162,6 +171,12 @@ def validate(doc: dict, where: str) -> records.RunRecord:
         return records.RunRecord.from_json(doc)
     except records.RecordError as exc:
         raise ResultFileError(f"{where}: {exc}") from None
+
+
+def checked(run: records.RunRecord, where: str) -> records.RunRecord:
+    """``run``, built in code, after the checks :func:`validate` makes of a file's JSON."""
+    validate(run.to_json(), where)
+    return run
 
 
 def row_rounds(row: records.Row | dict, unit: str = "launch") -> list[list[float]]:
@@ -194,10 +209,9 @@ def migrate(doc: dict, where: str) -> dict:
 
 @dataclass
 class Run:
-    """A loaded result file: its JSON (``doc``, migrated) and the same run typed (``record``)."""
+    """A loaded result file: the run typed (``record``, migrated), and where it came from."""
 
     path: Path
-    doc: dict
     record: records.RunRecord = field(repr=False)
     migrated_from: int | None = None
     _fields: dict | None = field(default=None, repr=False)
@@ -234,7 +248,7 @@ class Run:
         return records.value_or(self.record.purpose)
 
     @property
-    def ab(self) -> dict | None:
+    def ab(self) -> records.ABBlock | None:
         """After ``dsbench ab``: the pair's block (id, side, spec, rounds, order, other run)."""
         return records.value_or(self.record.ab)
 
@@ -260,17 +274,12 @@ class Run:
         return self.record.env
 
     @property
-    def launches(self) -> list[dict] | None:
+    def launches(self) -> list[records.LaunchInfo] | None:
         return records.value_or(self.record.launches)
 
     @property
-    def benchmarks(self) -> dict[str, dict]:
-        """The rows' JSON by id."""
-        return {row["id"]: row for row in self.doc["benchmarks"]}
-
-    @property
     def rows(self) -> dict[str, records.Row]:
-        """The rows by id, typed (keyed like :attr:`benchmarks`)."""
+        """The rows by id."""
         if self._rows is None:
             self._rows = {r.id: r for r in self.record.rows}
         return self._rows
@@ -310,7 +319,7 @@ def read_run(path: Path | str) -> Run:
     doc = migrate(doc, str(path))
     record = validate(doc, str(path))
     migrated_from = original if original != SCHEMA_VERSION else None
-    return Run(path=path, doc=doc, record=record, migrated_from=migrated_from)
+    return Run(path=path, record=record, migrated_from=migrated_from)
 
 
 def is_asv_file(path: Path, root: Path) -> bool:

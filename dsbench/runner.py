@@ -22,7 +22,22 @@ import torch
 from dsbench import results
 from dsbench.errors import UsageError
 from dsbench.memory import host_rss, release_freed
-from dsbench.records import OK, UNSET, MetricValue, Peak, Round, Row, RunRecord, value_or
+from dsbench.records import (
+    OK,
+    UNSET,
+    CountedWork,
+    LaunchInfo,
+    Memory,
+    MetricValue,
+    Notes,
+    Peak,
+    Round,
+    Row,
+    RunRecord,
+    Stats,
+    Timing,
+    value_or,
+)
 from dsbench.stats import Summary, summarize
 from dsbench.suites import BENCHMARKS, Benchmark, Case, Context, Skip, case_id
 from dsbench.suites import ceilings as ceilings_mod
@@ -109,7 +124,7 @@ def plan(suite: str, ctx: Context, pattern: str | None = None) -> list[Planned]:
 # ---------------------------------------------------------------------------- rows
 
 
-def ok_row(bench: Benchmark, params: dict, case: Case, m: Measurement, profile: Profile) -> dict:
+def ok_row(bench: Benchmark, params: dict, case: Case, m: Measurement, profile: Profile) -> Row:
     """A result row: the primary metric with its samples and statistics, secondary metrics,
     % of the profile's peak, the counted work, peak memory and the raw timing."""
     metrics: dict[str, tuple[MetricValue, list[float], Summary]] = {}
@@ -134,15 +149,15 @@ def ok_row(bench: Benchmark, params: dict, case: Case, m: Measurement, profile: 
         value=p_summary.median,
         samples=p_samples,
         rounds=[Round(launch=0, n=n) for n in m.round_sizes],
-        stats=p_summary.to_dict(),
+        stats=Stats.of(p_summary),
         pct_of_peak=value_or(primary.pct_of_peak),
         peak=value_or(primary.peak),
         metrics={k: v[0] for k, v in metrics.items()},
-        work=dataclasses.asdict(case.work),
-        memory=m.memory,
-        notes=case.notes,
-        timing={k: v for k, v in m.to_dict().items() if k != "memory"},
-    ).to_json()
+        work=CountedWork(**dataclasses.asdict(case.work)),
+        memory=Memory.from_json(m.memory) if isinstance(m.memory, dict) else m.memory,
+        notes=Notes.from_json(case.notes),
+        timing=Timing.from_json({k: v for k, v in m.to_dict().items() if k != "memory"}),
+    )
 
 
 def _pct_of_peak(value: float, kind: str, profile: Profile) -> tuple[float | None, Peak]:
@@ -156,7 +171,7 @@ def _pct_of_peak(value: float, kind: str, profile: Profile) -> tuple[float | Non
     return None, dataclasses.replace(peak, na=fig.na or "no value")
 
 
-def status_row(bench: Benchmark, params: dict, status: str, message: str) -> dict:
+def status_row(bench: Benchmark, params: dict, status: str, message: str) -> Row:
     """A row of a case that was not measured: ``failed`` (``error``), ``skipped`` or
     ``interrupted`` (``reason``)."""
     failed = status == "failed"
@@ -170,7 +185,7 @@ def status_row(bench: Benchmark, params: dict, status: str, message: str) -> dic
         metric=bench.primary.name,
         unit=bench.primary.unit,
         direction=bench.primary.direction,
-    ).to_json()
+    )
 
 
 def _error_text(exc: BaseException) -> str:
@@ -206,7 +221,7 @@ def _time_case(
 
 def run_case(
     bench: Benchmark, params: dict, ctx: Context, profile: Profile, config: TimingConfig
-) -> dict:
+) -> Row:
     try:
         case = bench.setup(params, ctx)
         m, _ = _time_case(case, ctx, config)
@@ -223,7 +238,7 @@ def run_case(
 
 def _setup_everywhere(
     bench: Benchmark, params: dict, ctx: Context
-) -> tuple[Case | None, dict | None]:
+) -> tuple[Case | None, Row | None]:
     """Set the case up on every rank: (case, None), or (None, a skipped/failed row naming the
     first rank whose setup failed) when any rank could not, so that no rank starts timing alone."""
     import torch.distributed as dist
@@ -300,7 +315,7 @@ def rank_worker(payload: dict, *, device: str, send: Callable) -> None:
         round_config = config.per_round() if rounds > 1 else config
         parts: dict[int, list[Measurement]] = {i: [] for i in group}
         counted: dict[int, Case] = {}
-        final: dict[int, dict] = {}
+        final: dict[int, Row] = {}
         for r in range(rounds):
             for index in group if r % 2 == 0 else group[::-1]:
                 if index in final:
@@ -396,7 +411,7 @@ def run_distributed(
     ctx: Context,
     profile: Profile,
     config: TimingConfig,
-    on_row: Callable[[dict], None],
+    on_row: Callable[[Row], None],
 ) -> None:
     from dsbench.distributed import RankFailure, spawn_ranks
 
@@ -413,7 +428,7 @@ def run_distributed(
                 group.append(params)
         if not group:
             continue
-        got: dict[int, dict] = {}
+        got: dict[int, Row] = {}
         # Interleaved benchmarks compare engines side by side: each case's memory is also taken
         # alone in fresh processes, where nothing earlier in the process blurs it.
         fresh = (
@@ -424,10 +439,10 @@ def run_distributed(
 
         def receive(rank: int, msg, got=got, fresh=fresh) -> None:
             index, row = msg
-            typed = Row.from_json(row)
-            if fresh and fresh[index] is not None and isinstance(typed.memory, dict):
-                memory = typed.memory | {"fresh_process": fresh[index]}
-                row = dataclasses.replace(typed, memory=memory).to_json()
+            if fresh and fresh[index] is not None and isinstance(row.memory, Memory):
+                alone = Memory.from_json(fresh[index])
+                memory = dataclasses.replace(row.memory, fresh_process=alone)
+                row = dataclasses.replace(row, memory=memory)
             got[index] = row
             on_row(row)
 
@@ -484,9 +499,9 @@ def run_suite(
     *,
     pattern: str | None = None,
     config: TimingConfig | None = None,
-    progress: Callable[[str, dict | None], None] | None = None,
+    progress: Callable[[str, Row | None], None] | None = None,
     ceilings: str = "cached",
-) -> tuple[list[dict], Profile]:
+) -> tuple[list[Row], Profile]:
     """Run every case of ``suite``; returns the rows in plan order (then the ceiling rows when
     ``ceilings == "run"``, see [Note: ceilings in slices]) and the profile their shares of peak
     divide by (with this run's ceilings where it measured them)."""
@@ -496,10 +511,9 @@ def run_suite(
     rows: dict[str, Row] = {}
     progress = progress or (lambda case_id, row: None)
 
-    def on_row(row: dict) -> None:
-        typed = Row.from_json(row)
-        rows[typed.id] = typed
-        progress(typed.id, row)
+    def on_row(row: Row) -> None:
+        rows[row.id] = row
+        progress(row.id, row)
 
     benches = list(dict.fromkeys(p.bench for p in planned))
     kinds = [m.peak.format(**p.params) for p in planned for m in p.bench.metrics if m.peak]
@@ -513,7 +527,7 @@ def run_suite(
     )
     parts: list[list[Measurement]] = [[] for _ in needed]
     cases: dict[int, Case] = {}
-    ceiling_rows: dict[int, dict] = {}
+    ceiling_rows: dict[int, Row] = {}
 
     def ceiling_slice() -> None:
         for i, (bench, params) in enumerate(needed):
@@ -545,12 +559,12 @@ def run_suite(
         if i not in ceiling_rows:
             ceiling_rows[i] = ok_row(bench, params, cases[i], merge(parts[i]), profile)
     out = [rows[p.id] for p in planned if p.id in rows]
-    measured = [Row.from_json(ceiling_rows[i]) for i in range(len(needed))]
+    measured = [ceiling_rows[i] for i in range(len(needed))]
     if measured:
         found = ceilings_mod.ceilings_from(measured, slices)
         profile = ceilings_mod.profile_with(profile, found)
         out = ceilings_mod.apply(out, found, profile) + measured
-    return [r.to_json() for r in out], profile
+    return out, profile
 
 
 def new_run_doc(
@@ -559,10 +573,10 @@ def new_run_doc(
     label: str | None,
     env: dict,
     profile: Profile,
-    rows: list[dict],
+    rows: list[Row],
     started: datetime,
     argv: list[str] | None = None,
-) -> dict:
+) -> RunRecord:
     finished = datetime.now(UTC)
     return RunRecord(
         schema=results.SCHEMA,
@@ -578,6 +592,6 @@ def new_run_doc(
         argv=argv if argv is not None else sys.argv[1:],
         env=env,
         profile=profile.to_dict(),
-        launches=[{"started": started.isoformat(timespec="seconds"), "pid": os.getpid()}],
-        benchmarks=tuple(map(Row.from_json, rows)),
-    ).to_json()
+        launches=[LaunchInfo(started=started.isoformat(timespec="seconds"), pid=os.getpid())],
+        benchmarks=tuple(rows),
+    )

@@ -253,9 +253,7 @@ def timing_rows(quick: bool, progress: Progress) -> None:
     progress.profile = runner.profile_for(progress.env, ctx)
     config = runner.TIMING["quick"]
     for name, params in timed_cases(quick):
-        row = Row.from_json(
-            runner.run_case(BENCHMARKS[name], params, ctx, progress.profile, config)
-        )
+        row = runner.run_case(BENCHMARKS[name], params, ctx, progress.profile, config)
         progress.timed.append(row)
         print(f"  timed {row.id}: {row.status} {value_or(row.value, row.message)}", flush=True)
 
@@ -412,17 +410,17 @@ def write_result(out, progress: Progress, started: datetime):
     from dsbench.runner import new_run_doc
 
     profile = progress.profile or _detected_profile(progress.env)
-    doc = new_run_doc(
+    record = new_run_doc(
         suite="verify-gpu",
         label="verify-gpu",
         env=progress.env,
         profile=profile,
-        rows=[r.to_json() for r in progress.timed + check_rows(progress.checks)],
+        rows=progress.timed + check_rows(progress.checks),
         started=started,
         argv=sys.argv[1:],
     )
-    doc["build_seconds"] = progress.build_s
-    return results.write_run(doc, root=out)
+    record = dataclasses.replace(record, build_seconds=progress.build_s)
+    return results.write_run(record, root=out)
 
 
 def _detected_profile(env: dict) -> Profile:

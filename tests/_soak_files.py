@@ -120,7 +120,7 @@ def write_soak(folder: Path, name: str, *, engine: str = "deepspeed", ds: str = 
     env = {"packages": {"torch": "2.13.0+cpu", "deepspeed": ds},
            "cpu": {"model": "Test CPU" + hostile, "logical_cpus": 2}}  # fmt: skip
     doc = make_doc(f"20261201T0000{seed:02d}Z-soak{seed:02d}", f"2026-12-01T00:00:{seed:02d}+00:00",
-                   rows, label=f"soak-{name}{hostile}", env=env)  # fmt: skip
+                   [r.to_json() for r in rows], label=f"soak-{name}{hostile}", env=env)  # fmt: skip
     doc.update(suite="soak", purpose="soak", soak=section, wall_s=200.0)
     doc["argv"] = ["soak", "--model", "mlp" + hostile]
     return write_json(folder / f"{name}.json", doc)

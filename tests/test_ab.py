@@ -110,7 +110,7 @@ def test_merged_launches_keep_each_launchs_samples(tmp_path):
         _launch(tmp_path, 0, [first, make_row("b", [1.0, 1.0])]),
         _launch(tmp_path, 1, [second, make_row("b", [], status="failed")]),
     ]
-    doc = ab.merge_launches(launches, label="x", purpose="noise")
+    doc = ab.merge_launches(launches, label="x", purpose="noise").to_json()  # as written
     results.validate(doc, "<merged>")
     a, b = doc["benchmarks"]
     assert a["samples"] == [1.0, 2.0, 3.0, 4.0, 4.0]
@@ -132,8 +132,8 @@ def test_merged_rows_keep_the_key_order_of_their_launches():
         la = ab.Launch(side=0, index=k, order=k, path=soak, started="2026-12-01T00:00:00+00:00")
         la.run = results.read_run(soak)
         launches.append(la)
-    merged = ab.merge_launches(launches)["benchmarks"]
-    for before, after in zip(launches[0].run.doc["benchmarks"], merged, strict=True):
+    merged = ab.merge_launches(launches).to_json()["benchmarks"]
+    for before, after in zip(launches[0].run.record.to_json()["benchmarks"], merged, strict=True):
         added = ["launch_values", "memory"] + (["launch_drifts"] if "drift" in before else [])
         assert list(after) == list(before) + [k for k in added if k not in before]
     failed = ab.merge_row([(0, launches[0].run.rows[merged[0]["id"]]), (1, None)],
@@ -158,9 +158,9 @@ def test_an_ab_of_two_commits_calls_a_counted_slowdown_worse(tmp_path):
     written = sorted((out / "results").rglob("*.json"))
     assert len(written) == 2
     runs = [results.read_run(p) for p in written]
-    assert {r.doc["ab"]["side"] for r in runs} == {"baseline", "contender"}
-    assert all(len(r.doc["launches"]) == 3 and r.doc["ab"]["rounds"] == 3 for r in runs)
-    seq = runs[0].doc["ab"]["sequential"]
+    assert {r.ab.side for r in runs} == {"baseline", "contender"}
+    assert all(len(r.launches) == 3 and r.ab.rounds == 3 for r in runs)
+    seq = runs[0].ab.sequential.to_json()
     first = sequential.looks(5)[0]
     assert seq == {"spending": "pocock", "max_rounds": 5, "looks": 3, "level": first.level,
                    "stopped": "decided", "max_reps": None}  # fmt: skip
@@ -248,7 +248,7 @@ def test_merged_secondary_metrics_describe_one_value(tmp_path):
             },
         }
         launches.append(_launch(tmp_path, k, [row]))
-    doc = ab.merge_launches(launches)
+    doc = ab.merge_launches(launches).to_json()
     results.validate(doc, "<merged>")
     eff = doc["benchmarks"][0]["metrics"]["step_efficiency"]
     logs = np.log([0.5, 0.6, 0.7])

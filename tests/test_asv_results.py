@@ -136,18 +136,18 @@ def test_each_asv_file_becomes_a_run_shaped_like_dsbench_results(asv_root):
     ]  # fmt: skip
     run = runs[0]
     assert run.id == "asv-e5318373-virtualenv-py3.11-deepspeed0.18.3-torch2.13.0-DS_BUILD_OPS0"
-    assert run.doc["source"] == "asv" and run.doc["suite"] == "asv"
-    assert run.doc["asv"]["file"].startswith("devbox/e5318373-virtualenv-py3.11")
+    assert run.source == "asv" and run.suite == "asv"
+    assert run.record.to_json()["asv"]["file"].startswith("devbox/e5318373-virtualenv-py3.11")
     assert run.created == "2026-11-30T00:53:20+00:00"  # the first benchmark's start
     assert run.machine == "devbox"
     f = run.fields
     assert (f["torch"], f["triton"], f["numpy"], f["commit"]) == ("2.13.0", "3.8.0", None, COMMIT)
     assert f["cpu"] == "AMD EPYC"
-    results.validate(run.doc, "asv run")  # the same checks as dsbench's own files
+    results.validate(run.record.to_json(), "asv run")  # the same checks as dsbench's own files
 
 
 def test_rows_take_ids_units_and_direction_from_the_definitions(asv_root):
-    rows = _load(asv_root)[0].benchmarks
+    rows = {k: r.to_json() for k, r in _load(asv_root)[0].rows.items()}
     adamw = rows["adamw[impl=torch,params=1000000]"]  # the id `dsbench run` gives this case
     assert (adamw["unit"], adamw["direction"], adamw["value"]) == ("GB/s", "higher", 20.0)
     assert adamw["params"] == {"impl": "torch", "params": 1000000}
@@ -185,7 +185,7 @@ def test_recorded_samples_give_statistics(asv_root):
     samples = [[0.002 + i * 1e-5 for i in range(10)], None]
     doc["results"]["bench_kernels.Adamw.time_call"][-1] = samples
     path.write_text(json.dumps(doc))
-    row = _load(asv_root)[0].benchmarks["adamw.time_call[impl=torch,params=1000000]"]
+    row = _load(asv_root)[0].rows["adamw.time_call[impl=torch,params=1000000]"].to_json()
     assert row["samples"] == samples[0] and row["stats"]["n"] == 10
     assert row["stats"]["ci_exact"] is True
 
@@ -236,11 +236,11 @@ def test_closest_pair_over_newest_when_the_newest_differs_more(asv_root):
     results.write_run(doc, root=asv_root)
     runs = _load(asv_root)
     b, c, notes = compare.pick_runs(runs, "python=3.11", "python=3.12")
-    assert b.run.doc["source"] == "asv" and b.run.fields["deepspeed"] == "0.18.4"
+    assert b.run.source == "asv" and b.run.fields["deepspeed"] == "0.18.4"
     assert (c.run.fields["python"], c.run.fields["deepspeed"]) == ("3.12", "0.18.4")
     assert "differing least from the other side" in notes[0]
     # pairs with a dsbench run by benchmark id: asv's track_ of the primary metric
-    rows = compare.compare_rows(runs[-1].benchmarks, b.rows)
+    rows = compare.compare_rows(runs[-1].rows, b.rows)
     assert rows[0].id == "adamw[impl=torch,params=1000000]" and rows[0].ratio is not None
 
 
@@ -282,12 +282,12 @@ def test_missing_benchmarks_json_names_parameters_by_position(asv_root):
     warnings = []
     runs = _load(asv_root, warnings)
     assert len(runs) == 4 and len(warnings) == 1 and "benchmarks.json" in warnings[0]
-    assert "adamw[param1=torch,param2=1000000]" in runs[0].benchmarks
+    assert "adamw[param1=torch,param2=1000000]" in runs[0].rows
 
 
 def test_nan_and_null_never_reach_values(asv_root):
     for run in _load(asv_root):
-        for row in run.doc["benchmarks"]:
+        for row in run.record.to_json()["benchmarks"]:
             if row["status"] == "ok":
                 assert math.isfinite(row["value"])
             else:
@@ -301,7 +301,7 @@ def test_existing_environment_records_no_versions(asv_root):
     doc.update(env_name="existing-py_usr_bin_python3", python="/usr/bin/python3")
     write_json(asv_root / "asv" / "devbox" / f"{COMMIT[:8]}-existing.json", doc)
     run = _load(asv_root)[-1]
-    assert run.doc["asv"]["existing_env"] is True
+    assert run.record.to_json()["asv"]["existing_env"] is True
     assert (run.fields["python"], run.fields["deepspeed"], run.fields["torch"]) == (None,) * 3
     assert compare.env_label(run, run) == "asv: (versions not recorded)"
 
@@ -323,7 +323,7 @@ def test_track_samples_are_launches_and_can_decide(tmp_path):
         timed[-1] = [[0.002 * (1 + i / 4) * f for f in spread], None]
         write_json(asv / "devbox" / f"{COMMIT[:8]}-{doc['env_name']}.json", doc)
     runs = _load(root)
-    row = runs[0].benchmarks["adamw[impl=torch,params=1000000]"]
+    row = runs[0].rows["adamw[impl=torch,params=1000000]"].to_json()
     assert row["rounds"] == [{"launch": k, "n": 1} for k in range(6)]
     base, cont, _ = compare.pick_runs(runs, "0.18.3", "0.18.4")
     rows = {r.id: r for r in compare.compare_rows(base.rows, cont.rows)}

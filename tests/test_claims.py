@@ -300,14 +300,14 @@ def test_geometric_mean_interval_is_bonferroni_conservative(tmp_path):
     m = entry.measured
     assert m["n_cases"] == 3 and m["case_level"] == pytest.approx(1 - 0.01 / 3)
     rows = {r.id: r for r in compare.compare_rows(
-        runs[0].benchmarks, runs[1].benchmarks, level=1 - 0.01 / 3)}  # fmt: skip
+        runs[0].rows, runs[1].rows, level=1 - 0.01 / 3)}  # fmt: skip
     for case in m["cases"]:
         assert (case["low"], case["high"]) == pytest.approx((rows[case["id"]].low,
                                                               rows[case["id"]].high))  # fmt: skip
     lo, hi = entry.interval
     assert lo == pytest.approx(math.exp(sum(math.log(c["low"]) for c in m["cases"]) / 3))
     assert hi == pytest.approx(math.exp(sum(math.log(c["high"]) for c in m["cases"]) / 3))
-    plain = compare.compare_rows(runs[0].benchmarks, runs[1].benchmarks)  # 99% per case
+    plain = compare.compare_rows(runs[0].rows, runs[1].rows)  # 99% per case
     assert hi - lo > sum(r.high - r.low for r in plain) / 3
 
 

@@ -86,7 +86,7 @@ GOLDEN_GITHUB = textwrap.dedent("""\
 
 def test_golden_table_four_verdicts(tmp_path):
     base, cont = _runs(tmp_path)
-    rows = compare.compare_rows(base.benchmarks, cont.benchmarks, factor=1.05)
+    rows = compare.compare_rows(base.rows, cont.rows, factor=1.05)
     assert compare.render(rows, "github") == GOLDEN_GITHUB
     assert [r.id for r in compare.regressions(rows)] == ["adamw[params=1000000]"]
     assert compare.tally(rows) == {
@@ -101,7 +101,7 @@ def test_golden_table_four_verdicts(tmp_path):
 
 def test_golden_csv(tmp_path):
     base, cont = _runs(tmp_path)
-    rows = compare.compare_rows(base.benchmarks, cont.benchmarks)
+    rows = compare.compare_rows(base.rows, cont.rows)
     assert compare.render(rows, "csv").splitlines()[:3] == [
         "benchmark,unit,baseline,contender,ratio,99% interval,change,basis",
         "adamw[params=1000000],GB/s ↑,50.01,40.01,0.800,0.797-0.803,worse,t(10)+bootstrap 6+6 rounds",
@@ -111,7 +111,7 @@ def test_golden_csv(tmp_path):
 
 def test_small_factor_decides_two_percent(tmp_path):
     base, cont = _runs(tmp_path)
-    rows = {r.id: r for r in compare.compare_rows(base.benchmarks, cont.benchmarks, factor=1.01)}
+    rows = {r.id: r for r in compare.compare_rows(base.rows, cont.rows, factor=1.01)}
     assert rows["allreduce[size=4194304]"].change == "better"
     assert rows["allreduce[size=1048576]"].change == "unchanged"  # 0.05% is within any factor
 

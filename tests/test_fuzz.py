@@ -256,12 +256,12 @@ result_sources = st.one_of(
 def _use_run(run: results.Run) -> results.Run:
     """What compare and publish read from a run: its fields and rounds, and a comparison of its
     rows with themselves, rendered in every format."""
-    assert isinstance(run, results.Run) and run.doc["schema_version"] == results.SCHEMA_VERSION
+    assert isinstance(run, results.Run) and run.record.schema_version == results.SCHEMA_VERSION
     assert run.describe() and isinstance(run.fields, dict)
-    for row in run.benchmarks.values():
-        if row["status"] == "ok":
+    for row in run.rows.values():
+        if row.ok:
             assert results.row_rounds(row) and results.row_rounds(row, "round")
-    rows = compare.compare_rows(run.benchmarks, run.benchmarks)
+    rows = compare.compare_rows(run.rows, run.rows)
     for fmt in compare.FORMATS:
         compare.render(rows, fmt)
     return run

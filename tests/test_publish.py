@@ -102,12 +102,12 @@ def test_engine_page_holds_the_compare_table(fixture_site):
     verdicts; it opens with the sorted ratio chart, then the table."""
     res, out = fixture_site.results, fixture_site.out
     runs = results.load_runs(res)
-    both = [r for r in runs if r.doc.get("suite") == "training"
-            and {row["params"].get("engine") for row in r.doc["benchmarks"]}
+    both = [r for r in runs if r.record.to_json().get("suite") == "training"
+            and {row["params"].get("engine") for row in r.record.to_json()["benchmarks"]}
             >= {"dsbench", "deepspeed"}]  # fmt: skip
 
     def per_engine(run):  # rows on the smaller side; the page takes the widest, newest last
-        engines = [row["params"].get("engine") for row in run.doc["benchmarks"]]
+        engines = [row["params"].get("engine") for row in run.record.to_json()["benchmarks"]]
         return min(engines.count("deepspeed"), engines.count("dsbench"))
 
     widest = max(reversed(both), key=per_engine)
@@ -151,7 +151,7 @@ def test_engine_page_holds_the_compare_table(fixture_site):
     ds_page = _section(
         (out / "compare" / "deepspeed-0.18.3-vs-0.18.4.html").read_text(), "training suite"
     )
-    training = [r for r in runs if r.doc.get("suite") == "training"]  # each 0.18.3 or 0.18.4
+    training = [r for r in runs if r.suite == "training"]  # each 0.18.3 or 0.18.4
     assert ds_page.count("<figure>") == 4 and f"History over the {len(training)} runs" in ds_page
     assert len(training) == 6
 

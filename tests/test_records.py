@@ -163,7 +163,50 @@ def test_claim_checks_round_trip():
 
 
 def test_records_import_nothing_from_dsbench():
-    tree = ast.parse(Path(records.__file__).read_text())
-    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    imported |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-    assert not {m for m in imported if m.split(".")[0] in ("dsbench", "torch")}
+    """The package imports its own modules (relatively) and nothing else of dsbench or torch;
+    no module of it exceeds 600 lines."""
+    package = Path(records.__file__).parent
+    for path in sorted(package.glob("*.py")):
+        text = path.read_text()
+        assert len(text.splitlines()) <= 600, path
+        tree = ast.parse(text)
+        imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        imported |= {n.module or "" for n in ast.walk(tree)
+                     if isinstance(n, ast.ImportFrom) and not n.level}  # fmt: skip
+        assert not {m for m in imported if m.split(".")[0] in ("dsbench", "torch")}, path
+
+
+def test_nested_data_reads_typed():
+    """What code reads of a row and a run is typed: statistics, work, memory, notes, timing,
+    launches, the A/B block; unknown keys stay in ``extra``."""
+    runs = [RunRecord.from_json(raw) for _, raw in fixture_docs()]
+    rows = [r for run in runs for r in run.rows if r.ok]
+    assert all(isinstance(r.stats, records.Stats) and r.stats.n >= 1 for r in rows)
+    measured = [r for r in rows if r.timing]
+    assert measured and all(isinstance(r.timing.summary, records.Stats) for r in measured)
+    assert all(isinstance(r.work, records.CountedWork) for r in measured)
+    assert all(isinstance(r.memory, records.Memory) for r in measured if r.memory)
+    fresh = [r.memory.fresh_process for r in measured if r.memory and r.memory.fresh_process]
+    assert fresh and all(isinstance(m, records.Memory) for m in fresh)
+    phases = [r.notes.phases_ms for r in measured if r.notes and r.notes.phases_ms]
+    assert phases and all(isinstance(p, records.Phases) and p.forward > 0 for p in phases)
+    assert any(r.notes.extra for r in measured)  # each benchmark's own notes
+    assert all(isinstance(x, records.LaunchInfo) for run in runs for x in run.launches or [])
+    pairs = [run.ab for run in runs if run.ab]
+    assert pairs and all(isinstance(ab, records.ABBlock) and ab.side for ab in pairs)
+
+
+def test_memory_record_keeps_its_key_order():
+    raw = {"host_peak_rss_bytes": 3, "host_peak_reset": True, "host_rss_start_bytes": 1}
+    built = dataclasses.replace(records.Memory.from_json(raw),
+                                fresh_process=records.Memory(host_peak_rss_bytes=2))  # fmt: skip
+    assert list(built.to_json()) == [*raw, "fresh_process"]
+    assert records.Memory.from_json(built.to_json()) == built
+
+
+def test_ordered_records_keep_the_keywords_order():
+    row = Row.ordered(id="a", name="a", params={}, metric="m", unit="u", direction="lower",
+                      status="skipped", reason="why", attempted=3)  # fmt: skip
+    assert list(row.to_json()) == ["id", "name", "params", "metric", "unit", "direction",
+                                   "status", "reason", "attempted"]  # fmt: skip
+    assert row.extra == {"attempted": 3} and Row.from_json(row.to_json()) == row

@@ -434,7 +434,7 @@ def test_sigterm_of_dsbench_run_keeps_the_finished_benchmarks(tmp_path):
     assert doc["interrupted"] == {"signal": "SIGTERM", "finished": 2}
     statuses = [r["status"] for r in doc["benchmarks"]]
     assert statuses == ["ok", "ok", "interrupted", "interrupted"], statuses
-    assert results.read_run(path).doc["interrupted"]["finished"] == 2  # validates and loads
+    assert results.read_run(path).record.interrupted.finished == 2  # validates and loads
     assert not list(out.rglob(".tmp-*"))
     deadline = time.monotonic() + 10
     while any(_alive(pid) for pid in children):

@@ -3,12 +3,13 @@
 import hashlib
 import json
 import re
+from pathlib import Path
 
 import pytest
 
-from dsbench import results
+from dsbench import records, results
 from dsbench.errors import UsageError
-from tests.conftest import REPO, make_doc, make_row, write_json
+from tests.conftest import FIXTURE_RESULTS, REPO, make_doc, make_row, write_json
 
 
 def _doc(run_id="20261130T000000Z-aaaaaa", created="2026-11-30T00:00:00+00:00", label=None):
@@ -20,11 +21,11 @@ def test_round_trip(tmp_path):
     path = results.write_run(doc, root=tmp_path)
     assert path == tmp_path / "testbox" / "20261130T000000Z-aaaaaa-base-line.json"
     run = results.read_run(path)
-    assert run.doc == doc
+    assert run.record.to_json() == doc
     assert run.record.to_json() == doc and list(run.record.to_json()) == list(doc)
     assert run.rows == {r.id: r for r in run.record.rows} and run.record.label == "base line"
     assert (run.id, run.label, run.machine) == (doc["run_id"], "base line", "testbox")
-    assert run.benchmarks["adamw[params=1]"]["samples"] == [1.0, 2.0, 3.0]
+    assert run.rows["adamw[params=1]"].samples == [1.0, 2.0, 3.0]
     assert not list(path.parent.glob(".tmp-*")), "temporary file left behind"
 
 
@@ -64,7 +65,11 @@ def test_migration_chain_to_a_future_schema(tmp_path, monkeypatch):
     monkeypatch.setitem(results.MIGRATIONS, 3, v3_to_v4)
     run = results.read_run(path)
     assert run.migrated_from == 1
-    assert run.doc["schema_version"] == 4 and run.machine == "testbox" and run.source == "dsbench"
+    assert (
+        run.record.to_json()["schema_version"] == 4
+        and run.machine == "testbox"
+        and run.source == "dsbench"
+    )
     assert path.read_bytes() == raw, "reading must not modify the file"
 
 
@@ -92,8 +97,8 @@ def test_v1_files_load_as_current_with_source_dsbench(tmp_path):
     raw = path.read_bytes()
     run = results.read_run(path)
     assert run.migrated_from == 1
-    assert run.doc["schema_version"] == results.SCHEMA_VERSION == 3
-    assert run.source == run.doc["source"] == "dsbench"
+    assert run.record.to_json()["schema_version"] == results.SCHEMA_VERSION == 3
+    assert run.source == run.record.to_json()["source"] == "dsbench"
     assert path.read_bytes() == raw, "reading must not modify the file"
     assert [r.source for r in results.load_runs(tmp_path, warn=pytest.fail)] == ["dsbench"]
 
@@ -110,11 +115,25 @@ def test_every_committed_result_file_reads_at_the_current_schema():
     runs = results.load_runs(root, warn=pytest.fail)  # none skipped
     assert sorted(r.path for r in runs) == files
     for run in runs:
-        assert run.source == "dsbench" and run.doc["schema_version"] == results.SCHEMA_VERSION
-        out = run.record.to_json()
-        assert json.dumps(out) == json.dumps(run.doc), run.path  # key order too
+        assert run.source == "dsbench" and run.record.schema_version == results.SCHEMA_VERSION
+        assert results.run_text(run.record) == raw[run.path].decode(), run.path  # byte for byte
         assert not run.record.extra, run.path  # every header field is declared
     assert raw == {p: p.read_bytes() for p in files}
+
+
+def test_every_committed_result_file_has_its_purpose_in_the_manifest():
+    """results/ keeps reference runs only, each listed with a one-line purpose in
+    results/manifest.toml (what the pages show), and the manifest lists nothing else; a soak's
+    stream (*.soak.jsonl) belongs to the result file of the same name."""
+    from dsbench.publish import manifest
+
+    root = REPO / "results"
+    files = {p.relative_to(root).as_posix() for p in root.rglob("*.json")
+             if not results.is_foreign_file(p, root)}  # fmt: skip
+    purposes = manifest.load(root, warn=pytest.fail)
+    assert set(purposes) == files, "results/manifest.toml and the result files differ"
+    for stream in root.rglob("*.soak.jsonl"):
+        assert stream.with_name(stream.name.replace(".soak.jsonl", ".json")).is_file(), stream
 
 
 def test_new_runs_are_written_as_v3_with_their_source(tmp_path):
@@ -129,7 +148,7 @@ def test_runner_writes_the_current_schema_and_source():
 
     from dsbench import hardware, runner
 
-    doc = runner.new_run_doc(
+    record = runner.new_run_doc(
         suite="smoke",
         label=None,
         env={},
@@ -138,6 +157,8 @@ def test_runner_writes_the_current_schema_and_source():
         started=datetime.now(UTC),
         argv=[],
     )
+    assert isinstance(record, records.RunRecord)  # typed up to the writer
+    doc = record.to_json()
     assert (doc["schema_version"], doc["source"]) == (results.SCHEMA_VERSION, "dsbench")
     assert list(doc) == ["schema", "schema_version", "source", "run_id", "created", "finished",
                          "wall_s", "machine", "label", "suite", "argv", "env", "profile",
@@ -270,8 +291,8 @@ def _v2(doc: dict) -> dict:
 def test_v2_files_are_one_launch_of_one_round(tmp_path):
     path = write_json(tmp_path / "m" / "v2.json", _v2(_doc()))
     run = results.read_run(path)
-    assert run.migrated_from == 2 and len(run.doc["launches"]) == 1
-    for row in run.doc["benchmarks"]:
+    assert run.migrated_from == 2 and len(run.record.to_json()["launches"]) == 1
+    for row in run.record.to_json()["benchmarks"]:
         if row.get("samples"):
             assert row["rounds"] == [{"launch": 0, "n": len(row["samples"])}]
             assert results.row_rounds(row) == [row["samples"]]
@@ -301,3 +322,32 @@ def test_bad_rounds_are_named(tmp_path, rounds, why):
     doc["benchmarks"][0]["rounds"] = rounds
     with pytest.raises(results.ResultFileError, match=re.escape(why)):
         results.read_run(write_json(tmp_path / "bad.json", doc))
+
+
+def _result_files() -> list[Path]:
+    """Every dsbench result file under tests/fixtures/results and results/, globbed now."""
+    out = []
+    for root in (FIXTURE_RESULTS, REPO / "results"):
+        out += sorted(p for p in root.rglob("*.json") if not results.is_foreign_file(p, root))
+    return out
+
+
+@pytest.mark.parametrize("path", _result_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_result_file_reads_typed_and_writes_back_byte_for_byte(path):
+    """Item 5 of issue 26: a file at the current schema reads into the typed records and the
+    writer gives back exactly its text (an older file: its migrated JSON, key order included)."""
+    run = results.read_run(path)
+    assert isinstance(run.record, records.RunRecord)
+    assert all(isinstance(r, records.Row) for r in run.record.rows)
+    text = path.read_text()
+    if run.migrated_from is None:
+        assert results.run_text(run.record) == text
+    else:
+        migrated = results.migrate(json.loads(text), str(path))
+        assert json.dumps(run.record.to_json()) == json.dumps(migrated)
+
+
+def test_result_files_to_check_byte_for_byte_exist():
+    if not _result_files():
+        pytest.skip("no result files under tests/fixtures/results or results/")
+    assert all(p.suffix == ".json" for p in _result_files())

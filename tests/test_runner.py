@@ -131,15 +131,15 @@ def test_interleaved_cases_alternate_in_rounds_and_pool_their_samples():
     rows = dict(got[0]["rows"])
     assert sorted(rows) == [0, 1, 2, 3]
     for index, row in rows.items():
-        assert row["status"] == "ok", row
-        assert row["params"] == cases[index]
-        assert row["timing"]["rounds"] == 3
-        assert row["timing"]["warmup_reps"] >= 3  # each round warms up on its own
-        assert len(row["timing"]["samples"]) >= 3 * 2  # per round: min_reps / rounds = 2
-        assert row["notes"] == {"side": cases[index]["side"]}
-        memory = row["memory"]  # the smallest round's addition, never above the largest peak
-        assert isinstance(memory["host_peak_added_bytes"], int)
-        assert memory["host_peak_added_bytes"] <= memory["host_peak_rss_bytes"]
+        assert row.ok, row  # a typed row, as the runner keeps it up to the writer
+        assert row.params == cases[index]
+        assert row.timing.rounds == 3
+        assert row.timing.warmup_reps >= 3  # each round warms up on its own
+        assert len(row.timing.samples) >= 3 * 2  # per round: min_reps / rounds = 2
+        assert row.notes.to_json() == {"side": cases[index]["side"]}
+        memory = row.memory  # the smallest round's addition, never above the largest peak
+        assert isinstance(memory.host_peak_added_bytes, int)
+        assert memory.host_peak_added_bytes <= memory.host_peak_rss_bytes
 
 
 @pytest.mark.slow

@@ -200,7 +200,7 @@ def test_a_fault_soak_detects_names_and_resumes_every_failure_bit_for_bit(config
     assert proc.returncode == 0, stderr
     (path,) = out.glob("testbox/*.json")
     run = results.read_run(path)  # a valid result file
-    section = run.doc["soak"]
+    section = run.record.to_json()["soak"]
     assert section["status"] == "complete" and not section["problems"]
     faults = section["faults"]
     assert [f["spec"] for f in faults["faults"]] == [
@@ -224,7 +224,7 @@ def test_a_fault_soak_detects_names_and_resumes_every_failure_bit_for_bit(config
     assert [r["from_step"] for r in faults["resumes"]] == [0, 5, 10, 15]
     assert faults["deterministic"] == {"checked_steps": 4, "first_difference": None}
     assert "bit-identical 4 (100.0%)" in stdout
-    rows = run.benchmarks
+    rows = {k: r.to_json() for k, r in run.rows.items()}
     assert (
         rows["soak.resume_success[engine=dsbench,model=mlp,nproc=2,precision=bf16,stage=2]"][
             "value"
@@ -271,8 +271,9 @@ def test_sigterm_of_a_soak_keeps_what_finished_and_leaves_nothing_behind(config,
     assert "interrupted by SIGTERM" in stderr
     (path,) = out.glob("testbox/*.json")
     run = results.read_run(path)
-    assert run.doc["soak"]["status"] == "interrupted"
-    assert run.doc["interrupted"]["signal"] == "SIGTERM" and run.doc["interrupted"]["finished"] > 0
+    assert run.soak["status"] == "interrupted"
+    stop = run.record.interrupted
+    assert stop.signal == "SIGTERM" and stop.finished > 0
     assert list(tmp.iterdir()) == []  # checkpoints removed
     end = time.monotonic() + 10
     while any(_alive(pid) for pid in children):
@@ -332,7 +333,7 @@ def test_ab_runs_a_short_soak_on_both_sides_and_compares_them(config, tmp_path):
     assert len(paths) == 2
     for path in paths:
         run = results.read_run(path)
-        assert run.doc["suite"] == "soak" and len(run.doc["launches"]) == 2
-        memory = next(r for r in run.doc["benchmarks"] if r["name"] == "soak.memory")
-        assert memory["drift"] is None and len(memory["launch_drifts"]) == 2
-        assert [r["status"] for r in run.doc["soak_rounds"]] == ["complete", "complete"]
+        assert run.suite == "soak" and len(run.launches) == 2
+        memory = next(r for r in run.record.rows if r.name == "soak.memory")
+        assert memory.drift is None and len(memory.launch_drifts) == 2
+        assert [r["status"] for r in run.record.soak_rounds] == ["complete", "complete"]

@@ -9,11 +9,21 @@ from datetime import UTC, datetime
 
 from dsbench import results
 from dsbench.ab.rounds import Launch
-from dsbench.records import UNSET, MetricValue, Round, Row, RunRecord, value_or
+from dsbench.records import (
+    UNSET,
+    LaunchInfo,
+    Memory,
+    MetricValue,
+    Round,
+    Row,
+    RunRecord,
+    Stats,
+    value_or,
+)
 
 
-def merge_launches(launches: list[Launch], **extra) -> dict:
-    """One result document from the launches of one side: per benchmark, the launches'
+def merge_launches(launches: list[Launch], **extra) -> RunRecord:
+    """One run from the launches of one side: per benchmark, the launches'
     samples in order, ``rounds`` saying which launch (and which in-launch round) each came
     from, and ``value`` the geometric mean of the launches' medians."""
     from dsbench.memory import max_over
@@ -37,13 +47,13 @@ def merge_launches(launches: list[Launch], **extra) -> dict:
         wall_s=round(sum(la.wall_s for la in launches), 3),
         argv=sys.argv[1:],
         launches=[
-            {
-                "started": la.started,
-                "wall_s": round(la.wall_s, 3),
-                "order": la.order,
-                "run_id": la.run.id,
-                "argv": value_or(la.run.record.argv),
-            }
+            LaunchInfo(
+                started=la.started,
+                wall_s=round(la.wall_s, 3),
+                order=la.order,
+                run_id=la.run.id,
+                argv=value_or(la.run.record.argv),
+            )
             for la in launches
         ],
         benchmarks=tuple(rows),
@@ -52,7 +62,7 @@ def merge_launches(launches: list[Launch], **extra) -> dict:
         soak_rounds=[run.record.soak for run in runs] if first.soak is not UNSET else UNSET,
         extra={k: v for k, v in extra.items() if k not in known},
         key_order=(*MERGED_RUN_KEYS, *extra, "soak_rounds"),
-    ).to_json()
+    )
 
 
 FIRST_LAUNCH_KEYS = ("schema", "source", "machine", "suite", "env", "profile")
@@ -97,9 +107,11 @@ def merge_row(per: list[tuple[int, Row | None]], centre, summarize, max_over) ->
             for k, r in ok
             for n in ([x.n for x in r.rounds] if r.rounds else [len(r.samples)])
         ],
-        stats=summarize([x for s in launch_samples for x in s]).to_dict(),
+        stats=Stats.of(summarize([x for s in launch_samples for x in s])),
         launch_values=[r.value for _, r in ok],
-        memory=max_over([value_or(r.memory) or {} for _, r in ok]),
+        memory=Memory.from_json(
+            max_over([r.memory.to_json() if isinstance(r.memory, Memory) else {} for _, r in ok])
+        ),
         key_order=tuple(row.to_json()) + MERGED_KEYS,
     )
     if row.drift is not UNSET:  # a soak's slope: each launch's fit and verdict

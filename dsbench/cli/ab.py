@@ -10,6 +10,7 @@ SIDE: ``commit=REF``, ``python=PATH_OR_VERSION``, ``deepspeed=VERSION``, ``asv-e
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 import shlex
 import shutil
@@ -23,6 +24,7 @@ from pathlib import Path
 from dsbench import ab, compare, results, sequential
 from dsbench.cli.compare import print_report
 from dsbench.errors import UsageError
+from dsbench.records import UNSET, ABBlock, Sequential, Timing, value_or
 from dsbench.suites import SUITES, check_suite
 
 DEFAULT_ROUNDS = 6
@@ -207,19 +209,22 @@ def write_sides(per_side, sides, args, out: Path, sequential_block=None) -> list
             ab.merge_launches(
                 per_side[i],
                 label=f"{args.label}-{role}" if args.label else f"ab-{ab_id}-{role}",
-                ab={
-                    "id": ab_id,
-                    "side": role,
-                    "spec": side.spec,
-                    "description": side.description,
-                    "rounds": rounds,
-                    "order": "".join("AB"[s] for s in ab.order(rounds)),
-                    **({"sequential": sequential_block} if sequential_block else {}),
-                },
+                ab=ABBlock(
+                    id=ab_id,
+                    side=role,
+                    spec=side.spec,
+                    description=side.description,
+                    rounds=rounds,
+                    order="".join("AB"[s] for s in ab.order(rounds)),
+                    sequential=sequential_block or UNSET,
+                ),
             )
         )
-    docs[0]["ab"]["other_run"], docs[1]["ab"]["other_run"] = docs[1]["run_id"], docs[0]["run_id"]
-    return [results.write_run(doc, root=out) for doc in docs]
+    paired = [
+        dataclasses.replace(doc, ab=dataclasses.replace(doc.ab, other_run=other.run_id))
+        for doc, other in zip(docs, docs[::-1], strict=True)
+    ]
+    return [results.write_run(doc, root=out) for doc in paired]
 
 
 def _seconds(text: str) -> float:
@@ -250,7 +255,7 @@ class UntilDecided:
         look = self.looks.get(k)
         if look is not None:
             self.level, self.look = look.level, k
-            b, c = ({r["id"]: r for r in ab.merge_launches(la)["benchmarks"]} for la in per_side)
+            b, c = ({r.id: r for r in ab.merge_launches(la).rows} for la in per_side)
             rows = compare.compare_rows(b, c, self.args.factor, look.level)
             judged = [r for r in rows if r.comparable]
             open_ = [r for r in judged if r.change == "inconclusive"]
@@ -281,17 +286,17 @@ class UntilDecided:
             wanted.append(sequential.repetitions(sides, launch_s))
         return [] if not wanted or max(wanted) >= 1000 else ["--max-reps", str(max(wanted))]
 
-    def block(self) -> dict:
-        return {"spending": self.args.spending, "max_rounds": self.args.max_rounds,
-                "looks": self.look, "level": self.level, "stopped": self.stopped,
-                "max_reps": self.extra[1] if self.extra else None}  # fmt: skip
+    def block(self) -> Sequential:
+        return Sequential(spending=self.args.spending, max_rounds=self.args.max_rounds,
+                          looks=self.look, level=self.level, stopped=self.stopped,
+                          max_reps=self.extra[1] if self.extra else None)  # fmt: skip
 
 
 def _rep_seconds(row) -> list[float]:
     """A row's repetition times in seconds (the timing core's own samples), or none."""
-    if row is None or not row.ok or not isinstance(row.timing, dict):
+    if row is None or not row.ok or not isinstance(row.timing, Timing):
         return []
-    return list(row.timing.get("samples") or [])
+    return list(value_or(row.timing.samples) or [])
 
 
 def run(args: argparse.Namespace) -> int:

@@ -39,23 +39,23 @@ def run(args: argparse.Namespace) -> int:
     try:
         with launch_folder("noise") as workdir:
             (launches,) = launch_all([side], args, workdir)
-            doc = ab.merge_launches(launches, label=args.label or "noise", purpose="noise")
-            path = results.write_run(doc, root=out)
+            merged = ab.merge_launches(launches, label=args.label or "noise", purpose="noise")
+            path = results.write_run(merged, root=out)
     except ab.LaunchFailed as exc:
         print(f"dsbench noise: {exc}; nothing written", file=sys.stderr)
         return 1
     run_ = results.read_run(path)
     table = []
-    for row in run_.doc["benchmarks"]:
-        if row["status"] != "ok":
-            table.append([row["id"], "", "", "", row["status"]])
+    for row in run_.record.rows:
+        if not row.ok:
+            table.append([row.id, "", "", "", row.status])
             continue
-        sigma, df = round_spread(results.row_rounds(row))
-        vals = row["launch_values"]
+        sigma, df = round_spread(row.round_samples())
+        vals = row.launch_values
         table.append(
             [
-                row["id"],
-                f"{row['value']:.4g} {row['unit']}",
+                row.id,
+                f"{row.value:.4g} {row.unit}",
                 f"{100 * sigma:.2f}%",
                 f"{max(vals) / min(vals):.3f}",
                 f"{df + 1} launches",

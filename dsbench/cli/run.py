@@ -19,6 +19,7 @@ from tabulate import tabulate
 from dsbench import compare, hardware, results
 from dsbench.errors import UsageError
 from dsbench.interrupts import as_interrupted, signals_ignored
+from dsbench.records import Interrupted, Row, RunRecord, value_or
 from dsbench.suites import SUITES, check_suite
 from dsbench.suites.ceilings import CEILING_MODES
 
@@ -95,43 +96,41 @@ def _device(choice: str) -> str:
     return choice
 
 
-def _pct_cell(r: dict) -> str:
+def _pct_cell(r: Row) -> str:
     """% of peak: ``62.1%``; against this run's ceiling with its interval, ``62.1% (58.0-66.3)``;
     for a ceiling row, the rate it stands for (its 90th percentile)."""
     from dsbench.stats import quantile_ci
     from dsbench.suites.ceilings import CEILING_QUANTILE, CEILINGS
 
-    if r["name"] in CEILINGS:
-        top = quantile_ci(r["samples"], CEILING_QUANTILE)[0] if r.get("samples") else math.nan
+    if r.name in CEILINGS:
+        top = quantile_ci(r.samples, CEILING_QUANTILE)[0] if r.samples else math.nan
         return f"ceiling: p{CEILING_QUANTILE * 100:.0f} {top:.4g}"
-    pct = r.get("pct_of_peak")
-    text = hardware.pct_text(pct, (r.get("peak") or {}).get("measured"))
-    ci = ((r.get("metrics") or {}).get(r.get("metric")) or {}).get("pct_ci99")
+    pct = value_or(r.pct_of_peak)
+    text = hardware.pct_text(pct, value_or(r.peak.measured) if r.peak else None)
+    entry = (r.metrics or {}).get(r.metric)
+    ci = value_or(entry.pct_ci99) if entry else None
     return f"{text} ({ci[0]:.1f}-{ci[1]:.1f})" if ci and pct is not None else text
 
 
-def summary_table(rows: list[dict]) -> str:
+def summary_table(rows: list[Row]) -> str:
     table = []
     for r in rows:
-        if r["status"] == "ok":
-            s = r["stats"]
-            half = (s["ci_high"] - s["ci_low"]) / 2
+        if r.ok:
+            s = r.stats
+            half = (s.ci_high - s.ci_low) / 2
             table.append(
                 [
-                    r["id"],
-                    f"{r['value']:.4g} ± {half:.2g}",
-                    f"{r['metric']} {r['unit']}",
+                    r.id,
+                    f"{r.value:.4g} ± {half:.2g}",
+                    f"{r.metric} {r.unit}",
                     _pct_cell(r),
-                    f"{r['timing']['summary']['median'] * 1e3:.4g}",
-                    s["n"],
+                    f"{r.timing.summary.median * 1e3:.4g}",
+                    s.n,
                     "ok",
                 ]
             )
         else:
-            why = r.get("error") or r.get("reason") or ""
-            table.append(
-                [r["id"], "", f"{r['metric']} {r['unit']}", "", "", "", f"{r['status']}: {why}"]
-            )
+            table.append([r.id, "", f"{r.metric} {r.unit}", "", "", "", f"{r.status}: {r.message}"])
     return tabulate(
         table,
         headers=["benchmark", "median ± 99% CI", "metric", "% of peak", "time ms", "n", "status"],
@@ -151,12 +150,12 @@ def _progress(total: int, enabled: bool):
     if not sys.stderr.isatty():
         done = 0
 
-        def log(case_id: str, row: dict | None) -> None:
+        def log(case_id: str, row: Row | None) -> None:
             nonlocal done
             if row is not None:
                 done += 1
-                value = f" {row['value']:.4g} {row['unit']}" if row["status"] == "ok" else ""
-                print(f"[{done}/{total}] {case_id}: {row['status']}{value}", file=sys.stderr)
+                value = f" {row.value:.4g} {row.unit}" if row.ok else ""
+                print(f"[{done}/{total}] {case_id}: {row.status}{value}", file=sys.stderr)
 
         return log, nullcontext()
     from rich.console import Console
@@ -173,11 +172,11 @@ def _progress(total: int, enabled: bool):
     )
     task = bar.add_task("", total=total)
 
-    def update(case_id: str, row: dict | None) -> None:
+    def update(case_id: str, row: Row | None) -> None:
         if row is None:
             bar.update(task, description=case_id)
         else:
-            bar.update(task, advance=1, description=f"{case_id}: {row['status']}")
+            bar.update(task, advance=1, description=f"{case_id}: {row.status}")
 
     return update, bar
 
@@ -211,11 +210,11 @@ def run(args: argparse.Namespace) -> int:
                                  measure=ceilings == "cached")  # fmt: skip
     started = datetime.now(UTC)
     update, bar = _progress(len(planned), not args.no_progress)
-    finished: dict[str, dict] = {}
+    finished: dict[str, Row] = {}
 
-    def progress(case_id: str, row: dict | None) -> None:
+    def progress(case_id: str, row: Row | None) -> None:
         if row is not None:
-            finished[row["id"]] = row
+            finished[row.id] = row
         update(case_id, row)
 
     stopped = None
@@ -240,19 +239,20 @@ def run(args: argparse.Namespace) -> int:
             finished.get(p.id) or runner.status_row(p.bench, p.params, "interrupted", why)
             for p in planned
         ]
-    doc = runner.new_run_doc(
+    record = runner.new_run_doc(
         suite=suite, label=args.label, env=env, profile=profile, rows=rows, started=started
     )
     if stopped is not None:
-        doc["interrupted"] = {"signal": stopped.name, "finished": len(finished)}
+        stop = Interrupted(signal=stopped.name, finished=len(finished))
+        record = dataclasses.replace(record, interrupted=stop)
     with signals_ignored():  # a second signal must not cost the file
         path = results.write_run(
-            doc,
+            record,
             root=None if out.suffix == ".json" else out,
             path=out if out.suffix == ".json" else None,
         )
     print(summary_table(rows))
-    print(f"\nwrote {path} ({doc['wall_s']:.0f} s, suite {suite}, profile {profile.name})")
+    print(f"\nwrote {path} ({record.wall_s:.0f} s, suite {suite}, profile {profile.name})")
     if stopped is not None:
         print(
             f"dsbench: interrupted by {stopped.name} after {len(finished)} of {len(planned)} "
@@ -261,24 +261,24 @@ def run(args: argparse.Namespace) -> int:
         )
         return stopped.exit_code
     if not args.no_compare and out.suffix != ".json":
-        _compare_with_previous(out, doc)
-    failed = [r["id"] for r in rows if r["status"] == "failed"]
+        _compare_with_previous(out, record)
+    failed = [r.id for r in rows if r.status == "failed"]
     if failed:
         print(f"dsbench: {len(failed)} benchmark(s) failed: {', '.join(failed)}", file=sys.stderr)
         return 1
     return 0
 
 
-def _compare_with_previous(root: Path, doc: dict) -> None:
+def _compare_with_previous(root: Path, record: RunRecord) -> None:
     runs = results.load_runs(root)
-    this = next((r for r in runs if r.id == doc["run_id"]), None)
+    this = next((r for r in runs if r.id == record.run_id), None)
     earlier = [
         r
         for r in runs
         if r is not this
-        and r.machine == doc["machine"]
-        and r.suite == doc["suite"]
-        and r.created <= doc["created"]
+        and r.machine == record.machine
+        and r.suite == record.suite
+        and r.created <= record.created
     ]
     if this is None or not earlier:
         print("(no earlier run of this suite on this machine to compare with)")

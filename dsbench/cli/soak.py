@@ -14,6 +14,7 @@ result file with what finished (``"interrupted"``), removes the checkpoints and 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import shutil
 import sys
 import tempfile
@@ -22,10 +23,11 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from dsbench import results
+from dsbench import records, results
 from dsbench.cli.train import add_job_arguments, kernels_arg, resolve
 from dsbench.errors import UsageError
 from dsbench.interrupts import Interrupted, as_interrupted, signals_ignored
+from dsbench.records import RunRecord
 from dsbench.soak import plan, report
 from dsbench.soak.run import Settings, Soak, Stream
 
@@ -199,21 +201,21 @@ def run(args: argparse.Namespace) -> int:
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     with signals_ignored():  # a second signal must not cost the file
-        doc = _document(soak, params, env, started, run_id, label, args, stopped)
+        record = _document(soak, params, env, started, run_id, label, args, stopped)
         if out.suffix == ".json":
-            path = results.write_run(doc, path=out)
+            path = results.write_run(record, path=out)
         else:
-            path = results.write_run(doc, root=out)
-        stream.write("result", path=str(path), status=doc["soak"]["status"])
+            path = results.write_run(record, root=out)
+        stream.write("result", path=str(path), status=record.soak["status"])
         stream.close()
-    _print_summary(doc, path)
+    _print_summary(record, path)
     if stopped is not None:
         print(
             f"dsbench soak: interrupted by {stopped.name}; {path} holds what finished",
             file=sys.stderr,
         )
         return stopped.exit_code
-    return 1 if doc["soak"]["problems"] else 0
+    return 1 if record.soak["problems"] else 0
 
 
 def _describe(s: Settings) -> dict:
@@ -239,7 +241,7 @@ def _document(
     label: str,
     args: argparse.Namespace,
     stopped: Interrupted | None,
-) -> dict:
+) -> RunRecord:
     from dsbench import hardware, runner
 
     warmup = args.warmup if args.warmup is not None else report.default_warmup(soak)
@@ -287,14 +289,15 @@ def _document(
         problems.append(f"failure: {soak.runs('reference')[-1].failure}")
     section["problems"] = problems
     profile = hardware.get_profile((env.get("profile") or {}).get("name") or "cpu")
-    doc = runner.new_run_doc(
+    record = runner.new_run_doc(
         suite="soak", label=label, env=env, profile=profile, rows=rows, started=started
     )
-    doc.update(run_id=run_id, purpose="soak", soak=section)
+    record = dataclasses.replace(record, run_id=run_id, purpose="soak", soak=section)
     if stopped is not None:
         last = max((x.last_step for x in soak.launches if x.last_step is not None), default=-1)
-        doc["interrupted"] = {"signal": stopped.name, "finished": last + 1}
-    return doc
+        stop = records.Interrupted(signal=stopped.name, finished=last + 1)
+        record = dataclasses.replace(record, interrupted=stop)
+    return record
 
 
 def _launch_summary(launch) -> dict:
@@ -310,15 +313,13 @@ def _launch_summary(launch) -> dict:
     }
 
 
-def _print_summary(doc: dict, path: Path) -> None:
+def _print_summary(record: RunRecord, path: Path) -> None:
     table = []
-    for row in doc["benchmarks"]:
-        if row["status"] != "ok":
-            table.append(
-                [row["id"], "", "", f"{row['status']}: {row.get('reason') or row.get('error')}"]
-            )
+    for row in record.rows:
+        if not row.ok:
+            table.append([row.id, "", "", f"{row.status}: {row.reason or row.error or None}"])
             continue
-        drift = row.get("drift")
+        drift = row.drift
         if drift:
             ci = (
                 "no interval"
@@ -326,13 +327,13 @@ def _print_summary(doc: dict, path: Path) -> None:
                 else f"[{drift['low']:.3g}, {drift['high']:.3g}]"
             )
             verdict = f"{drift['verdict']} (threshold {drift['threshold']:g})"
-            table.append([row["id"], f"{row['value']:.3g} {row['unit']}", ci, verdict])
+            table.append([row.id, f"{row.value:.3g} {row.unit}", ci, verdict])
         else:
-            table.append([row["id"], f"{row['value']:.4g} {row['unit']}", "", ""])
+            table.append([row.id, f"{row.value:.4g} {row.unit}", "", ""])
     print(
         tabulate(table, headers=["soak", "value", "99% interval", "verdict"], disable_numparse=True)
     )
-    section = doc["soak"]
+    section = record.soak
     faults = section.get("faults")
     if faults:
         inj = ", ".join(f"{n} {a}" for a, n in faults["injected"].items())

@@ -120,11 +120,11 @@ def compare_rows(
 def ab_level(base: Run, cont: Run) -> float:
     """The level the two sides of one ``dsbench ab --until-decided`` were decided at (its last
     look's, [Note: looking at the data as rounds come in]); 0.99 for any other pair."""
-    a, b = base.ab or {}, cont.ab or {}
-    seq = a.get("sequential") or {}
-    if a.get("id") and a.get("id") == b.get("id") and seq.get("level"):
-        return float(seq["level"])
-    return 0.99
+    a, b = base.ab, cont.ab
+    if a is None or b is None or not a.id or a.id != b.id or not a.sequential:
+        return 0.99
+    level = value_or(a.sequential.level)
+    return float(level) if level else 0.99
 
 
 def _unjudged(bid, unit, direction, baseline, contender, why: str, envs) -> ComparedRow:
@@ -239,7 +239,7 @@ def report(
     if level != 0.99:
         notes.append(
             f"judged at the {level:.4%} level of the A/B's last look "
-            f"({(base.run.ab.get('sequential') or {}).get('looks')} looks, "
+            f"({value_or(base.run.ab.sequential.looks)} looks, "
             "dsbench ab --until-decided): the error rate is spent over its looks"
         )
     rows = compare_rows(base.rows, cont.rows, factor, level, envs=envs, unit=unit, noise=noise)

@@ -86,12 +86,11 @@ class Selector:
             return self.value in (run.label, run.fields.get("deepspeed"))
         return field_matches(self.key, run.fields.get(self.key), self.value)
 
-    def rows(self, run: Run) -> dict[str, dict]:
-        """The run's rows this selector picks (all of them for a run-level selector), as JSON."""
+    def rows(self, run: Run) -> dict[str, Row]:
+        """The run's rows this selector picks (all of them for a run-level selector), by id."""
         if not self.param:
-            return run.benchmarks
-        return {k: run.benchmarks[k] for k, r in run.rows.items()
-                if str(r.params.get(self.key)) == self.value}  # fmt: skip
+            return run.rows
+        return {k: r for k, r in run.rows.items() if str(r.params.get(self.key)) == self.value}
 
 
 def field_matches(key: str, actual: str | None, wanted: str) -> bool:
@@ -136,30 +135,28 @@ def select(
 
 @dataclasses.dataclass
 class Side:
-    """One side of a comparison: a run and the rows taken from it (their JSON, as publish reads
-    them; :func:`~dsbench.compare.compare_rows` types them)."""
+    """One side of a comparison: a run and the rows taken from it, by the key that pairs them."""
 
     run: Run
-    rows: dict[str, dict]
+    rows: dict[str, Row]
 
     @classmethod
     def whole(cls, run: Run) -> Side:
-        return cls(run, run.benchmarks)
+        return cls(run, run.rows)
 
 
 def param_keys(runs: list[Run]) -> frozenset[str]:
     return frozenset(k for r in runs for row in r.rows.values() for k in row.params)
 
 
-def _strip(rows: dict[str, dict], keys: set[str]) -> dict[str, dict]:
+def _strip(rows: dict[str, Row], keys: set[str]) -> dict[str, Row]:
     """Re-key rows by their id without the parameters being compared."""
     if not keys:
         return rows
     out = {}
-    for raw in rows.values():
-        row = Row.from_json(raw)
+    for row in rows.values():
         params = {k: v for k, v in row.params.items() if k not in keys}
-        out[case_id(row.name, params)] = raw
+        out[case_id(row.name, params)] = row
     return out
 
 
@@ -193,7 +190,7 @@ def pick_runs(
         c_rows = c_sel.rows(cont)
     else:
         cont, c_note = _closest_other(runs, base, b_sel)
-        c_rows = cont.benchmarks
+        c_rows = cont.rows
     strip = {sel.key for sel in (b_sel, c_sel) if sel is not None and sel.param}
     return (Side(base, _strip(b_sel.rows(base), strip)), Side(cont, _strip(c_rows, strip)),
             [b_note, c_note])  # fmt: skip

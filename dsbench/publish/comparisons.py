@@ -157,14 +157,14 @@ def is_noise(run: Run) -> bool:
 def ab_pair(
     runs: list[Run], b_sel: compare.Selector, c_sel: compare.Selector
 ) -> tuple[Run, Run, str] | None:
-    """The newest two runs ``dsbench ab`` measured together (``doc["ab"]``: same id, one
+    """The newest two runs ``dsbench ab`` measured together (``Run.ab``: same id, one
     baseline and one contender side) that the two selectors tell apart, oriented as the axis;
     with the note that says so."""
     sides: dict[str, dict[str, Run]] = {}
     for run in runs:
         ab = run.ab
-        if isinstance(ab, dict) and ab.get("id") and ab.get("side") in ("baseline", "contender"):
-            sides.setdefault(str(ab["id"]), {})[ab["side"]] = run
+        if ab is not None and ab.id and ab.side in ("baseline", "contender"):
+            sides.setdefault(str(ab.id), {})[ab.side] = run
     found = None
     for ab_id, pair_ in sides.items():
         b, c = pair_.get("baseline"), pair_.get("contender")
@@ -173,7 +173,7 @@ def ab_pair(
         if not (b_sel.matches(b) and c_sel.matches(c)):
             b, c = c, b  # measured the other way round
         if b_sel.matches(b) and c_sel.matches(c) and not (b_sel.matches(c) or c_sel.matches(b)):
-            specs = " vs ".join(str(r.ab.get("spec") or "?") for r in (b, c))
+            specs = " vs ".join(str(r.ab.spec or "?") for r in (b, c))
             found = (b, c, f"measured together by dsbench ab {ab_id} ({specs}) in alternating "
                            "rounds, each a fresh process")  # fmt: skip
     return found

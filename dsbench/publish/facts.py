@@ -41,9 +41,8 @@ def short_run(run: Run) -> str:
 
 
 def side_row(side: Side, key: str) -> Row | None:
-    """Row ``key`` of a comparison side (which holds the rows' JSON), typed; None if absent."""
-    raw = side.rows.get(key)
-    return None if raw is None else Row.from_json(raw)
+    """Row ``key`` of a comparison side; None if absent."""
+    return side.rows.get(key)
 
 
 def metric(row: Row | None, name: str) -> MetricValue | None:
@@ -52,8 +51,9 @@ def metric(row: Row | None, name: str) -> MetricValue | None:
 
 
 def ci(row: Row | None) -> tuple[float | None, float | None]:
-    stats = (row.stats if row else None) or {}
-    return finite(stats.get("ci_low")), finite(stats.get("ci_high"))
+    if not row or not row.stats:
+        return None, None
+    return finite(row.stats.ci_low), finite(row.stats.ci_high)
 
 
 def peak_share(row: Row | None) -> tuple[float, str] | None:

@@ -91,7 +91,7 @@ def _run_row(site: Site, run: Run) -> list[Any]:
     return [
         el("span", when(run.created), title=run.created, cls="nowrap"),
         link(site.run_href(run, 0), run.id),
-        join([run.label or "", *run_role(run)], " "),
+        join([run.label or "", *run_role(run), *_purpose(site, run)], " "),
         run.suite or "",
         run.source,
         f.get("device") or f.get("cpu") or "-",
@@ -99,6 +99,12 @@ def _run_row(site: Site, run: Run) -> list[Any]:
         status_counts(run),
         join((el("span", h, cls="tag") for h in headlines(run)), " "),
     ]
+
+
+def _purpose(site: Site, run: Run) -> list[Html]:
+    """The run's purpose from the results folder's manifest, on a line of its own, if listed."""
+    purpose = site.purpose(run)
+    return [el("br"), el("span", purpose, cls="muted")] if purpose else []
 
 
 def _more_list() -> Html:
@@ -125,8 +131,8 @@ def run_role(run: Run) -> list[Html]:
     """Tags for runs made for comparing: a side of a ``dsbench ab`` pair, a noise calibration."""
     ab = run.ab
     tags = []
-    if isinstance(ab, dict) and ab.get("side"):
-        tags.append(el("span", f"ab {ab['side']}: {ab.get('spec') or '?'}", cls="tag"))
+    if ab is not None and ab.side:
+        tags.append(el("span", f"ab {ab.side}: {ab.spec or '?'}", cls="tag"))
     if run.purpose == "noise":
         tags.append(el("span", "noise calibration", cls="tag"))
     return tags

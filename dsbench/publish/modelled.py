@@ -29,7 +29,7 @@ from dsbench.publish.floors import (
     not_modelled,
     resolve_profile,
 )
-from dsbench.records import Row, value_or
+from dsbench.records import CountedWork, Row, value_or
 from dsbench.results import Run
 from dsbench.suites import BENCHMARKS, Benchmark, Context, Work, case_id
 
@@ -101,7 +101,8 @@ def measured_seconds(row: Row) -> float | None:
     """Median seconds per call of an ok row (the timing core's summary), or None."""
     if not row.ok:
         return None
-    median = (((row.timing or {}).get("summary")) or {}).get("median")
+    summary = row.timing.summary if row.timing else None
+    median = value_or(summary.median) if summary else None
     if isinstance(median, int | float) and median > 0:
         return float(median)
     time = (row.metrics or {}).get("time")
@@ -111,11 +112,11 @@ def measured_seconds(row: Row) -> float | None:
 
 
 def row_work(row: Row) -> Work | None:
-    raw = row.work
-    if not isinstance(raw, dict):
+    counted = row.work
+    if not isinstance(counted, CountedWork):
         return None
-    names = {f.name for f in dataclasses.fields(Work)}
-    return Work(**{k: float(v) for k, v in raw.items() if k in names and v is not None})
+    return Work(**{f.name: float(v) for f in dataclasses.fields(Work)
+                   if (v := counted.get(f.name)) is not None})  # fmt: skip
 
 
 def _latest_rows(runs: Iterable[Run], profile_name: str) -> dict[str, tuple[Row, Run]]:

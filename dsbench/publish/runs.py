@@ -32,7 +32,7 @@ from dsbench.publish.html import (
     render_value,
     table,
 )
-from dsbench.records import Peak, Row, value_or
+from dsbench.records import UNSET, Peak, Phases, Row, value_or
 from dsbench.results import Run
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ SHOWN_FIELDS = frozenset(
 
 
 def run_page(site: Site, run: Run) -> None:
-    doc = run.doc
+    record = run.record
     try:
         shown_path = run.path.relative_to(site.results_root)
     except ValueError:
@@ -59,15 +59,16 @@ def run_page(site: Site, run: Run) -> None:
     facts = [
         ("run", run.id),
         ("label", run.label or "-"),
+        ("purpose (manifest)", site.purpose(run) or "-"),
         ("machine", run.machine),
-        ("suite", doc.get("suite") or "-"),
+        ("suite", run.suite or "-"),
         ("source", run.source),
         ("created", run.created),
-        ("finished", doc.get("finished") or "-"),
-        ("wall time", f"{num(w)} s" if (w := finite(doc.get("wall_s"))) is not None else "-"),
+        ("finished", value_or(record.finished) or "-"),
+        ("wall time", f"{num(w)} s" if (w := finite(run.wall_s)) is not None else "-"),
         ("result file", f"{shown_path}"),
-        ("schema", f"{doc['schema_version']}{migrated}"),
-        ("command", " ".join(map(str, doc.get("argv") or [])) or "-"),
+        ("schema", f"{record.schema_version}{migrated}"),
+        ("command", " ".join(map(str, run.argv or [])) or "-"),
     ]
     if run.source == "asv":
         target = (
@@ -78,7 +79,7 @@ def run_page(site: Site, run: Run) -> None:
         facts.append(
             (
                 "asv",
-                join(["environment ", (doc.get("asv") or {}).get("env_name"), "; see ", target]),
+                join(["environment ", value_or(record.asv, {}).get("env_name"), "; see ", target]),
             )
         )
     body = [kv_table(facts)]
@@ -88,16 +89,16 @@ def run_page(site: Site, run: Run) -> None:
             el("p", join((el("span", h, cls="tag") for h in heads), " ")),
         ]
     body += [el("h2", "Benchmarks"), *peak_notes(run), rows_table(run), *phase_section(site, run)]
-    body += [el("h2", "Environment"), render_value(doc.get("env") or {})]
-    if doc.get("profile"):
+    body += [el("h2", "Environment"), render_value(run.env or {})]
+    if run.profile:
         body += [
             el("h2", "Hardware profile"),
             details(
-                f"profile {(doc['profile'] or {}).get('name')}: every figure with its source",
-                render_value(doc["profile"]),
+                f"profile {run.profile.get('name')}: every figure with its source",
+                render_value(run.profile),
             ),
         ]
-    extra = {k: v for k, v in doc.items() if k not in SHOWN_FIELDS}
+    extra = {k: v for k, v in record.to_json().items() if k not in SHOWN_FIELDS}  # as written
     if extra:
         body += [el("h2", "Other fields"), render_value(extra)]
     site.write(site.run_pages[id(run)], f"Run {run_title(run)}", join(body))
@@ -107,28 +108,28 @@ def phase_section(site: Site, run: Run) -> list[Html]:
     """Training rows that profiled their step: a stacked bar of its phases per case and engine,
     against the compute-only floor (dsbench.suites.step_floor)."""
     rows = [
-        r for r in run.rows.values() if r.ok and isinstance((r.notes or {}).get("phases_ms"), dict)
+        r for r in run.rows.values() if r.ok and r.notes and isinstance(r.notes.phases_ms, Phases)
     ]
     if not rows:
         return []
     labels = plots.case_labels([r.id for r in rows])
     cases = []
     for label, r in zip(labels, rows, strict=True):
-        notes, time = r.notes, metric(r, "time")
-        floor = (r.work or {}).get("floor_s")
+        phases, time = r.notes.phases_ms, metric(r, "time")
+        floor = value_or(r.work.floor_s) if r.work else None
         cases.append(
             plots.PhaseCase(
                 label=label,
                 phases={
                     k: finite(v) or 0.0
-                    for k, v in notes["phases_ms"].items()
-                    if k in plots.PHASE_ORDER
+                    for k in plots.PHASE_ORDER
+                    if (v := getattr(phases, k)) is not UNSET
                 },
                 floor_ms=finite(floor) * 1e3 if finite(floor) else None,
                 step_ms=finite(time.value if time else None),
             )
         )
-    notes = sorted({r.notes["phases_ms"].get("note") for r in rows} - {None})
+    notes = sorted({value_or(r.notes.phases_ms.note) for r in rows} - {None})
     caption = join([
         "Where each step's time goes, from extra steps profiled after timing (each phase's "
         "median over five steps, after one unrecorded step: forward, backward, time blocked "
@@ -208,7 +209,8 @@ def rows_table(run: Run) -> Html:
             share_cell = join([share_cell, span])
         lo, hi = ci(row)
         if row.ok:
-            detail: Any = render_value(row.notes) if row.notes else ""
+            notes = row.notes.to_json() if row.notes else {}  # as written
+            detail: Any = render_value(notes) if notes else ""
         else:
             why = row.message
             detail = (
@@ -225,7 +227,7 @@ def rows_table(run: Run) -> Html:
                 row.unit or "",
                 f"{num(lo)} – {num(hi)}" if lo is not None else "-",
                 share_cell,
-                (row.stats or {}).get("n", "-"),
+                value_or(row.stats.n, "-") if row.stats else "-",
                 detail,
             ]
         )

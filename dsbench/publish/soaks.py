@@ -88,8 +88,7 @@ class SoakFile:
     @property
     def merged(self) -> int:
         """How many launches ``dsbench ab`` merged into this file (0: a plain soak file)."""
-        doc = self.run.doc
-        return len(as_list(doc.get("launches"))) if isinstance(doc.get("ab"), dict) else 0
+        return len(self.run.launches or []) if self.run.ab else 0
 
     @property
     def launches(self) -> list[dict]:

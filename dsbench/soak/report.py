@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from dsbench.records import HIGHER, LOWER
+from dsbench.records import HIGHER, LOWER, Round, Row, Stats
 from dsbench.soak.run import Launch, Soak, same_loss
 from dsbench.stats import Summary, Trend, drift_verdict, summarize, trend
 from dsbench.suites.base import case_id
@@ -41,20 +41,21 @@ STALL_STEPS = 20
 MIB = 2**20
 
 
-def _row(name: str, params: dict, metric: str, unit: str, direction: str, **fields) -> dict:
-    """A result row of benchmark ``name`` (its status and what goes with it in ``fields``)."""
-    return {
-        "id": case_id(name, params),
-        "name": name,
-        "params": params,
-        "metric": metric,
-        "unit": unit,
-        "direction": direction,
+def _row(name: str, params: dict, metric: str, unit: str, direction: str, **fields) -> Row:
+    """A result row of benchmark ``name`` (its status and what goes with it in ``fields``;
+    the keys in this order, as soaks have always written them)."""
+    return Row.ordered(
+        id=case_id(name, params),
+        name=name,
+        params=params,
+        metric=metric,
+        unit=unit,
+        direction=direction,
         **fields,
-    }
+    )
 
 
-def _slope_row(name: str, params: dict, metric: str, unit: str, fit: dict) -> dict:
+def _slope_row(name: str, params: dict, metric: str, unit: str, fit: dict) -> Row:
     """A row whose value is a slope: its stats hold the interval (``ci_exact`` False and the
     interval collapsed to the slope where there is none)."""
     s, lo, hi = fit["slope"], fit["low"], fit["high"]
@@ -82,15 +83,15 @@ def _slope_row(name: str, params: dict, metric: str, unit: str, fit: dict) -> di
         status="ok",
         value=s,
         samples=[s],
-        rounds=[{"launch": 0, "n": 1}],
-        stats=stats.to_dict(),
+        rounds=[Round(launch=0, n=1)],
+        stats=Stats.of(stats),
         drift=fit,
     )
 
 
 def _value_row(
     name: str, params: dict, metric: str, unit: str, direction: str, samples: list[float], **extra
-) -> dict:
+) -> Row:
     s = summarize(samples)
     return _row(
         name,
@@ -101,15 +102,15 @@ def _value_row(
         status="ok",
         value=s.median,
         samples=samples,
-        rounds=[{"launch": 0, "n": len(samples)}],
-        stats=s.to_dict(),
+        rounds=[Round(launch=0, n=len(samples))],
+        stats=Stats.of(s),
         **extra,
     )
 
 
 def _missing_row(
     name: str, params: dict, metric: str, unit: str, direction: str, status: str, reason: str
-) -> dict:
+) -> Row:
     key = "error" if status == "failed" else "reason"
     return _row(name, params, metric, unit, direction, status=status, **{key: reason})
 
@@ -157,10 +158,10 @@ def default_warmup(soak: Soak) -> int:
     return max(soak.settings.sample_every, (last + 1) // 10)
 
 
-def drift_rows(soak: Soak, params: dict, warmup: int) -> list[dict]:
+def drift_rows(soak: Soak, params: dict, warmup: int) -> list[Row]:
     """Per rank: memory and step-time slopes, and the step times, from the reference run."""
     launch = drift_launch(soak)
-    rows: list[dict] = []
+    rows: list[Row] = []
     ranks = range(soak.settings.nproc)
     if launch is None:
         return [
@@ -332,7 +333,7 @@ def _resume(launch: Launch, reference: dict[int, float]) -> dict:
     return {**out, "ok": not why, "why": why}
 
 
-def fault_rows(outcome: dict, params: dict) -> list[dict]:
+def fault_rows(outcome: dict, params: dict) -> list[Row]:
     rows = []
     rate = outcome["resume_success_rate"]
     if rate is None:
@@ -392,7 +393,7 @@ def fault_rows(outcome: dict, params: dict) -> list[dict]:
     return rows
 
 
-def anomaly_row(anomalies: dict, params: dict) -> dict:
+def anomaly_row(anomalies: dict, params: dict) -> Row:
     return _value_row(
         "soak.loss_anomalies",
         params,

@@ -119,7 +119,7 @@ def _row_field(row: Row, metric: str, fld: str) -> float | None:
     if not row.ok:
         return None
     if fld.startswith(MEMORY_FIELD):
-        value = (row.memory or {}).get(fld.removeprefix(MEMORY_FIELD))
+        value = row.memory.get(fld.removeprefix(MEMORY_FIELD)) if row.memory else None
     else:
         entry = (row.metrics or {}).get(metric)
         if entry is None and row.metric == metric:
@@ -255,8 +255,7 @@ def _measured(claim: Claim, runs: Sequence[Run], factor: float = FACTOR) -> dict
             base, cont, notes = compare.pick_runs(relevant, m.baseline, m.contender)
         except UsageError:
             return None
-    b_rows = {k: Row.from_json(v) for k, v in base.rows.items()}  # a side holds the rows' JSON
-    c_rows = {k: Row.from_json(v) for k, v in cont.rows.items()}
+    b_rows, c_rows = base.rows, cont.rows
     pairs = []
     for key, b_row in b_rows.items():
         c_row = c_rows.get(key)
