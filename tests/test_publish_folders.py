@@ -1,12 +1,13 @@
 """dsbench publish and its folders: a corrupt result file named on stderr, nothing to publish
 (exit 2, nothing written), where the site may go and what replaces it, a failed build that
-leaves the previous site, and asv's runs and pages beside dsbench's."""
+leaves the previous site, asv's runs and pages beside dsbench's, and the results folder's
+manifest (each run's purpose)."""
 
 import pytest
 
 from dsbench import results
+from dsbench.publish import manifest, site
 from dsbench.publish import runs as run_pages
-from dsbench.publish import site
 from tests.conftest import make_doc, make_row, write_json
 from tests.test_publish import _one_run, _publish
 
@@ -130,3 +131,62 @@ def test_asv_runs_and_asv_pages(tmp_path):
     assert "asv suite (asv)" in page and "python 3.11" in page
     asv_run = next((out / "runs").glob("asv-*.html")).read_text()
     assert 'href="../asv/index.html"' in asv_run
+
+
+# ---------------------------------------------------------------------------- the manifest
+
+
+def _manifest(res, entries: str) -> None:
+    text = f'schema = "{manifest.SCHEMA}"\nschema_version = {manifest.SCHEMA_VERSION}\n{entries}'
+    (res / manifest.FILE).write_text(text, encoding="utf-8")
+
+
+def test_manifest_purpose_on_the_run_page_and_the_index(tmp_path, capsys):
+    res, out = tmp_path / "results", tmp_path / "site"
+    doc = make_doc("20261130T000000Z-aaaaaa", "2026-11-30T00:00:00+00:00",
+                   [make_row("adamw[params=1]", [1.0, 2.0, 3.0])])  # fmt: skip
+    rel = results.write_run(doc, root=res).relative_to(res).as_posix()
+    _manifest(res, f'[[runs]]\nfile = "{rel}"\npurpose = "the <b>reference</b> run"\n'
+                   '[[runs]]\nfile = "testbox/gone.json"\npurpose = "removed since"\n'
+                   '[[runs]]\nfile = "../outside.json"\npurpose = "not inside"\n')  # fmt: skip
+    assert _publish(res, out) == 0
+    err = capsys.readouterr().err
+    assert "entry 3 left out" in err and "../outside.json" in err
+    assert "lists testbox/gone.json, which is not a run read there" in err
+    shown = "the &lt;b&gt;reference&lt;/b&gt; run"  # escaped like every string from the folder
+    assert shown in (out / "index.html").read_text()
+    (page,) = (out / "runs").glob("*.html")
+    assert "purpose (manifest)" in page.read_text() and shown in page.read_text()
+
+
+@pytest.mark.parametrize(
+    "text, warned",
+    [
+        (None, None),  # no manifest: no purposes, no warning
+        ("schema = [", "not read"),
+        ('schema = "other"\nschema_version = 1\n', "not a dsbench-manifest file"),
+        ('schema = "dsbench-manifest"\nschema_version = 1\nruns = 3\n', "not a list"),
+    ],
+)
+def test_a_missing_or_malformed_manifest_publishes_without_purposes(tmp_path, text, warned):
+    if text is not None:
+        (tmp_path / manifest.FILE).write_text(text, encoding="utf-8")
+    warnings: list[str] = []
+    assert manifest.load(tmp_path, warnings.append) == {}
+    assert len(warnings) == (warned is not None) and all(warned in w for w in warnings)
+
+
+def test_manifest_entries_left_out_one_by_one(tmp_path):
+    _manifest(tmp_path, '[[runs]]\nfile = "m/a.json"\npurpose = " one line "\n'
+                        '[[runs]]\nfile = "m/a.json"\npurpose = "again"\n'
+                        '[[runs]]\nfile = "m/b.json"\npurpose = """two\nlines"""\n'
+                        '[[runs]]\nfile = "m/c.json"\n'
+                        '[[runs]]\npurpose = "no file"\n')  # fmt: skip
+    warnings: list[str] = []
+    assert manifest.load(tmp_path, warnings.append) == {"m/a.json": "one line"}
+    assert [w.split("left out: ")[1] for w in warnings] == [
+        "m/a.json: listed twice",
+        "m/b.json: the purpose is not one line",
+        "m/c.json: no 'purpose' string",
+        "no 'file' string",
+    ]

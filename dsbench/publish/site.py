@@ -42,7 +42,7 @@ from typing import Any
 
 from dsbench import asv_results, results
 from dsbench.errors import UsageError
-from dsbench.publish import claims_page, comparisons, index, profiles, stability
+from dsbench.publish import claims_page, comparisons, index, manifest, profiles, stability
 from dsbench.publish import runs as run_pages
 from dsbench.publish.comparisons import AxisResult
 from dsbench.publish.html import CSS, Html, el, page, void
@@ -140,6 +140,11 @@ class Site:
         self.images = 0
         self.run_pages = self._name_run_pages(runs)
         self.asv_copied = False
+        self.purposes = manifest.load(results_root, warn)
+        """Each reference run's purpose from the results folder's manifest, by file."""
+        listed = set(self.purposes) - {manifest.key(r.path, results_root) for r in runs}
+        for file in sorted(listed):
+            warn(f"{results_root / manifest.FILE} lists {file}, which is not a run read there")
 
     # -- files --------------------------------------------------------------------------------
 
@@ -156,6 +161,11 @@ class Site:
             used.add(name.lower())
             out[id(run)] = f"runs/{name}.html"
         return out
+
+    def purpose(self, run: Run) -> str | None:
+        """The run's purpose in the results folder's manifest (:mod:`dsbench.publish.manifest`)."""
+        rel = manifest.key(run.path, self.results_root)
+        return self.purposes.get(rel) if rel is not None else None
 
     def run_href(self, run: Run, depth: int) -> str:
         return "../" * depth + self.run_pages[id(run)]
