@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from dsbench.records import (
-    HIGHER,
-    LOWER,
+    METRIC_UNITS,
     Direction,
     case_id,  # noqa: F401  (re-exported: suites.case_id)
 )
@@ -55,21 +54,31 @@ class Metric:
 
     ``value(work, seconds)`` must be monotonic in seconds, so samples and CI bounds convert.
     ``peak`` names the hardware-profile ceiling for % of peak (see ``Profile.peak``), or None.
+    ``unit`` and ``direction`` come from the metrics table (:data:`dsbench.records.METRIC_UNITS`,
+    which readers of result files use without torch) unless given.
     """
 
     name: str
-    unit: str
-    direction: Direction  # which way is better
     value: Callable[[Work, float], float]
+    unit: str = ""
+    direction: Direction | None = None  # which way is better
     peak: str | None = None
     description: str = ""
+
+    def __post_init__(self) -> None:
+        if self.unit and self.direction is not None:
+            return
+        if self.name not in METRIC_UNITS:
+            raise ValueError(f"metric '{self.name}' is not in dsbench.records.METRIC_UNITS: "
+                             "add it there, or give its unit and direction")  # fmt: skip
+        unit, direction = METRIC_UNITS[self.name]
+        object.__setattr__(self, "unit", self.unit or unit)
+        object.__setattr__(self, "direction", self.direction or direction)
 
 
 def time_ms() -> Metric:
     return Metric(
         name="time",
-        unit="ms",
-        direction=LOWER,
         value=lambda w, t: t * 1e3,
         description="median time per call",
     )
@@ -78,8 +87,6 @@ def time_ms() -> Metric:
 def gbps(name: str = "bandwidth", peak: str | None = "mem_bandwidth") -> Metric:
     return Metric(
         name=name,
-        unit="GB/s",
-        direction=HIGHER,
         value=lambda w, t: w.bytes / t / 1e9,
         peak=peak,
         description="bytes moved / time, 1 GB = 1e9 B",
@@ -89,8 +96,7 @@ def gbps(name: str = "bandwidth", peak: str | None = "mem_bandwidth") -> Metric:
 def tflops(name: str = "throughput", peak: str | None = "flops:{dtype}", description: str = "")\
         -> Metric:  # fmt: skip
     """TFLOP/s: the counted FLOPs per second, 1e12; ``peak`` its ceiling's kind."""
-    return Metric(name=name, unit="TFLOP/s", direction=HIGHER,
-                  value=lambda w, t: w.flops / t / 1e12, peak=peak,
+    return Metric(name=name, value=lambda w, t: w.flops / t / 1e12, peak=peak,
                   description=description or "FLOPs / time, 1 TFLOP = 1e12")  # fmt: skip
 
 

@@ -16,7 +16,6 @@ extra on CPUs or GPUs (only denormals are slow), so data stays representative.
 from __future__ import annotations
 
 from dsbench.kernels import registry
-from dsbench.records import HIGHER
 from dsbench.suites.base import Benchmark, Case, Context, Metric, Skip, Work, time_ms
 
 MiB = 1024**2
@@ -122,16 +121,12 @@ def _metrics() -> tuple[Metric, ...]:
     return (
         Metric(
             name="busbw",
-            unit="GB/s",
-            direction=HIGHER,
             value=lambda w, t: w.wire_bytes / t / 1e9 * w.busbw_factor,
             peak="link_bandwidth",
             description="algbw x bus factor (nccl-tests)",
         ),
         Metric(
             name="algbw",
-            unit="GB/s",
-            direction=HIGHER,
             value=lambda w, t: w.wire_bytes / t / 1e9,
             description="S / t (nccl-tests)",
         ),

@@ -15,7 +15,6 @@ writes are not counted.
 
 from __future__ import annotations
 
-from dsbench.records import HIGHER, LOWER
 from dsbench.suites.base import Benchmark, Case, Context, Metric, Work, dtype_bits, tflops, time_ms
 
 DECODE_WINDOW = 64
@@ -119,8 +118,7 @@ def _tflops() -> Metric:
 
 
 def _tokens_per_s() -> Metric:
-    return Metric(name="tokens_per_s", unit="tokens/s", direction=HIGHER,
-                  value=lambda w, t: w.tokens / t)  # fmt: skip
+    return Metric(name="tokens_per_s", value=lambda w, t: w.tokens / t)
 
 
 DECODE = Benchmark(
@@ -132,8 +130,6 @@ DECODE = Benchmark(
     metrics=(
         Metric(
             name="ms_per_token",
-            unit="ms/token",
-            direction=LOWER,
             value=lambda w, t: t * 1e3 / w.items,
             description="step time per new token",
         ),

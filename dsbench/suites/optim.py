@@ -11,7 +11,6 @@ back), whether or not an implementation actually writes it.
 from __future__ import annotations
 
 from dsbench.kernels import registry
-from dsbench.records import HIGHER
 from dsbench.suites.base import (
     Benchmark,
     Case,
@@ -118,8 +117,6 @@ ADAMW = Benchmark(
         gbps("bandwidth", peak="mem_bandwidth"),
         Metric(
             name="params_per_s",
-            unit="Gparam/s",
-            direction=HIGHER,
             value=lambda w, t: w.items / t / 1e9,
             description="parameters updated per second",
         ),

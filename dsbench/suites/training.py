@@ -77,7 +77,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from dsbench.records import HIGHER
 from dsbench.suites.base import Benchmark, Case, Context, Metric, Skip, Work, time_ms
 
 STAGES = (1, 2, 3)
@@ -452,8 +451,6 @@ def _offload_note(cfg, gpu: bool) -> str:
 
 STEP_EFFICIENCY = Metric(
     name="step_efficiency",
-    unit="fraction",
-    direction=HIGHER,
     value=lambda w, t: w.floor_s / t,
     description="the rank's compute-only floor / step time (dsbench.suites.step_floor); "
     "0 where the floor was not measured",
@@ -469,21 +466,15 @@ TRAINING = Benchmark(
     metrics=(
         Metric(
             name="samples_per_s",
-            unit="samples/s",
-            direction=HIGHER,
             value=lambda w, t: w.items / t,
             description="train_batch_size / step time",
         ),
         Metric(
             name="tokens_per_s",
-            unit="tokens/s",
-            direction=HIGHER,
             value=lambda w, t: w.tokens / t,
         ),
         Metric(
             name="tflops_per_rank",
-            unit="TFLOP/s",
-            direction=HIGHER,
             value=lambda w, t: w.flops / t / 1e12,
             peak="flops:{dtype}",
             description="6·N·T·batch / t / world; % of peak = MFU",
