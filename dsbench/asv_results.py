@@ -2,17 +2,9 @@
 (one machine x commit x environment), shaped like dsbench's own result documents so that
 ``compare`` and ``publish`` read both alike.
 
-asv writes (format version 2, see asv's ``results.py``)::
-
-    <root>/benchmarks.json                      name -> param_names, unit, type, ...
-    <root>/<machine>/machine.json               arch, cpu, num_cpu, os, ram
-    <root>/<machine>/<commit8>-<env name>.json  commit_hash, env_name, python, requirements,
-                                                params, result_columns, results
-
-and each entry of ``results`` is a row under ``result_columns``: ``result`` (one value per
-parameter combination, in ``itertools.product`` order; ``null`` = failed, ``NaN`` = skipped by
-``NotImplementedError``), ``params`` (the values' reprs), ``started_at`` (ms since the epoch),
-``stats_ci_99_a/b``, ``stats_q_25/75``, ``samples``.
+Entry points: :func:`load_all_runs` (dsbench's runs and asv's under ``results/asv``),
+:func:`load_asv_runs` (every asv result file under one asv ``results_dir``), :func:`read_asv_run`
+(one file) and :func:`direction_of`. What asv writes: [Note: asv's result files].
 
 What a run becomes:
 
@@ -21,21 +13,16 @@ What a run becomes:
   first benchmark started.
 - ``env``: Python and package versions from asv's ``python`` and ``requirements`` (the versions
   the matrix asked for: asv does not record a build tag such as ``+cpu``), the commit, the
-  machine's CPU and OS. An existing environment (``asv run --python=same``) has none: asv
-  records the interpreter's path and the matrix, not what that environment holds.
-- Rows: a ``track_<metric>`` of a dsbench definition (see ``benchmarks/_adapter.py``) takes the
-  definition's unit and direction, and for its primary metric the same id as a ``dsbench run``
-  row (``adamw[impl=torch,params=1000000]``), so asv's and dsbench's own runs pair up in
-  ``compare``; asv's other measurements get ``<name>.<method>`` (``adamw.time_call``). Anything
-  else keeps asv's name, and its direction comes from the unit: throughput (``*/s``) higher is
-  better; time, ``ms/token`` and bytes lower, as is anything unknown (asv's convention).
-- Statistics: from the samples when asv kept them (``--record-samples``); otherwise the row has
-  one value (``stats.n == 1``: quick mode), which ``compare`` calls inconclusive. ``track_`` and
-  ``peakmem_`` benchmarks give one value per round, each round a fresh process, so their
-  samples are launches (schema 3 ``rounds``): ``asv run -a rounds=6 --record-samples
-  --interleave-rounds`` gives compare six launches a side to judge. asv's own 99% CI and
+  machine's CPU and OS; none for an existing environment (``asv run --python=same``).
+- Rows: named, with unit and direction, as [Note: asv rows as dsbench rows] says; statistics
+  from the samples when asv kept them (``--record-samples``), else from the one value
+  (``stats.n == 1``: quick mode, which ``compare`` calls inconclusive); the samples of ``track_``
+  and ``peakmem_`` benchmarks are launches (:data:`ONE_VALUE_PER_ROUND`). asv's own 99% CI and
   quartiles, where recorded, stay in the row's ``asv`` entry.
 
+Invariant: a dsbench definition's primary metric gets the id of the ``dsbench run`` row of the
+same case, so asv's and dsbench's runs pair up in ``compare``
+(``tests/test_asv_results.py::test_rows_take_ids_units_and_direction_from_the_definitions``).
 A file that cannot be read as an asv result gets one warning naming it and is skipped.
 """
 
@@ -53,6 +40,18 @@ from pathlib import Path
 from dsbench.records import HIGHER, LOWER, OK, Direction, Round, Row, RunRecord, Stats, case_id
 from dsbench.results import SCHEMA, SCHEMA_VERSION, ResultFileError, Run, checked
 
+# [Note: asv's result files]
+# asv writes (format version 2, see asv's ``results.py``)::
+#
+#     <root>/benchmarks.json                      name -> param_names, unit, type, ...
+#     <root>/<machine>/machine.json               arch, cpu, num_cpu, os, ram
+#     <root>/<machine>/<commit8>-<env name>.json  commit_hash, env_name, python, requirements,
+#                                                 params, result_columns, results
+#
+# and each entry of ``results`` is a row under ``result_columns``: ``result`` (one value per
+# parameter combination, in ``itertools.product`` order; ``null`` = failed, ``NaN`` = skipped by
+# ``NotImplementedError``), ``params`` (the values' reprs), ``started_at`` (ms since the epoch),
+# ``stats_ci_99_a/b``, ``stats_q_25/75``, ``samples``.
 ASV_API_VERSION = 2
 SKIP_FILES = ("machine.json", "benchmarks.json")
 HIGHER_UNITS_SUFFIX = "/s"
@@ -161,6 +160,13 @@ def _finite(x) -> bool:
     return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
 
 
+# [Note: asv rows as dsbench rows]
+# A ``track_<metric>`` of a dsbench definition (see ``benchmarks/_adapter.py``) takes the
+# definition's unit and direction, and for its primary metric the same id as a ``dsbench run``
+# row (``adamw[impl=torch,params=1000000]``), so asv's and dsbench's own runs pair up in
+# ``compare``; asv's other measurements get ``<name>.<method>`` (``adamw.time_call``). Anything
+# else keeps asv's name, and its direction comes from the unit: throughput (``*/s``) higher is
+# better; time, ``ms/token`` and bytes lower, as is anything unknown (asv's convention).
 def _describe(name: str, meta: dict, defs: dict) -> dict:
     """How rows of asv benchmark ``name`` are named, and their unit and direction."""
     parts = name.split(".")

@@ -1,38 +1,18 @@
 """Spawn N local ranks and run a function on each, with a clear error when a rank dies or hangs.
 
 Used by the multi-rank benchmarks and by ``dsbench train --nproc N``. Each rank joins a process
-group over TCP on 127.0.0.1 (gloo on CPU, NCCL on CUDA, NCCL/RCCL on ROCm), pins its GPU
-(``cuda:<rank>``) or its share of CPU threads, runs ``target(payload, send)``, and leaves the
-group. ``send(msg)`` delivers a picklable message to the parent's ``on_message`` as it happens
-(progress, results). A rank that raises, dies, or is still running at the deadline makes
-:func:`spawn_ranks` stop every rank and raise :class:`RankFailure` naming the cause first.
+group over TCP on 127.0.0.1 (gloo on CPU, NCCL on CUDA, NCCL/RCCL on ROCm;
+[Note: joining apart from the collective timeout]), pins its GPU (``cuda:<rank>``) or its share
+of CPU threads, runs ``target(payload, send)``, and leaves the group. ``send(msg)`` delivers a
+picklable message to the parent's ``on_message`` as it happens (progress, results); :func:`mark`
+records what a rank is doing. Ranks are forked from a server that imported torch once
+([Note: ranks forked from a server]).
 
-[Note: naming the cause] When one rank dies (SIGKILL, a segfault, the OOM killer), its peers
-fail a moment later in their next collective ("Connection reset by peer"), and those errors
-often reach the launcher first. So after the first failure the launcher waits a few seconds
-(:data:`SETTLE_S`) for every rank to report or die, and then blames, in this order: a rank that
-died without reporting (its signal or exit code); a rank that is still alive and silent while
-its peers gave up waiting on it (it hangs); a rank whose error is not a communication failure;
-the first error seen. The others' errors follow as consequences. Each rank records what it is
-doing in shared memory (:func:`mark`: the training step, a few words such as "saving a
-checkpoint"), so a rank that dies without a word is still named with its step.
-
-[Note: joining apart from the collective timeout] A short collective timeout names a hung peer
-quickly, but ranks start unevenly: importing torch and the target's module can take seconds longer
-on one rank of a loaded machine. So each rank imports the target's module first, joins the group
-with :data:`JOIN_TIMEOUT_S`, passes one barrier with it, and only then sets the group's timeout to
-the collective timeout (``_set_pg_timeout``; torch without it keeps one timeout for both). A peer
-that never starts is still named: the launcher's own deadline and the ranks' errors do not depend
-on the join. Checked by ``tests/test_distributed.py::test_a_slow_starting_rank_is_not_a_hung_one``.
-
-[Note: ranks forked from a server] Ranks start as multiprocessing's ``forkserver`` children: one
-server process per launcher imports torch once (:data:`PRELOAD`), and each rank is forked from it,
-so a launch does not pay torch's import on every rank (about 1.3 s of CPU each). The server
-imports nothing else and never touches a device, so CUDA/ROCm start fresh in each rank. A forked
-rank would see the server's environment, working directory and import path from when it started;
-each rank takes the launcher's as they are at the launch instead (``_rank_main``), as a spawned
-process would. Where ``forkserver`` is not available (or its socket's path would be too long), ranks
-are spawned.
+Entry point: :func:`spawn_ranks`. A rank that raises, dies, or is still running at the deadline
+makes it stop every rank and raise :class:`RankFailure` naming the cause first
+([Note: naming the cause]); ``tests/test_distributed.py`` checks each case
+(``test_a_failing_rank_is_named``, ``test_a_hanging_rank_is_named``,
+``test_a_rank_stuck_outside_collectives_is_named_when_peers_time_out``).
 """
 
 from __future__ import annotations
@@ -164,6 +144,14 @@ def _rank_main(
         raise SystemExit(1) from None
 
 
+# [Note: joining apart from the collective timeout]
+# A short collective timeout names a hung peer quickly, but ranks start unevenly: importing torch
+# and the target's module can take seconds longer on one rank of a loaded machine. So each rank
+# imports the target's module first, joins the group with :data:`JOIN_TIMEOUT_S`, passes one
+# barrier with it, and only then sets the group's timeout to the collective timeout
+# (``_set_pg_timeout``; torch without it keeps one timeout for both). A peer that never starts is
+# still named: the launcher's own deadline and the ranks' errors do not depend on the join.
+# Checked by ``tests/test_distributed.py::test_a_slow_starting_rank_is_not_a_hung_one``.
 def _join(backend: str, port: int, rank: int, world: int, timeout_s: float) -> None:
     """Join the process group with the collective timeout ``timeout_s`` ([Note: joining apart
     from the collective timeout])."""
@@ -238,6 +226,15 @@ def spawn_ranks(
         raise RankFailure(message)
 
 
+# [Note: ranks forked from a server]
+# Ranks start as multiprocessing's ``forkserver`` children: one server process per launcher
+# imports torch once (:data:`PRELOAD`), and each rank is forked from it, so a launch does not pay
+# torch's import on every rank (dsbench/decisions.md, "Ranks forked from a server"). The server
+# imports nothing else and never touches a device, so CUDA/ROCm start fresh in each rank. A
+# forked rank would see the server's environment, working directory and import path from when it
+# started; each rank takes the launcher's as they are at the launch instead (``_rank_main``), as
+# a spawned process would. Where ``forkserver`` is not available (or its socket's path would be
+# too long), ranks are spawned.
 def _context():
     """multiprocessing's ``forkserver`` context preloading :data:`PRELOAD`, else ``spawn``."""
     # the server listens on a socket under the temporary folder: a path past AF_UNIX's 107
@@ -353,6 +350,16 @@ def _how(exitcode: int) -> str:
     return f"exited with code {exitcode} without reporting"
 
 
+# [Note: naming the cause]
+# When one rank dies (SIGKILL, a segfault, the OOM killer), its peers fail a moment later in
+# their next collective ("Connection reset by peer"), and those errors often reach the launcher
+# first. So after the first failure the launcher waits a few seconds (:data:`SETTLE_S`) for every
+# rank to report or die, and then blames, in this order: a rank that died without reporting (its
+# signal or exit code); a rank that is still alive and silent while its peers gave up waiting on
+# it (it hangs); a rank whose error is not a communication failure; the first error seen. The
+# others' errors follow as consequences. Each rank records what it is doing in shared memory
+# (:func:`mark`: the training step, a few words such as "saving a checkpoint"), so a rank that
+# dies without a word is still named with its step.
 def _failure_message(
     world: int,
     errors: dict[int, str],

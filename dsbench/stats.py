@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from math import exp, lgamma
 
 import numpy as np
-from scipy import special as _sp  # not scipy.stats: its import costs every dsbench process ~1 s
+from scipy import special as _sp  # dsbench/decisions.md, "scipy.special, not scipy.stats"
 
 from dsbench.records import DIRECTIONS, HIGHER
 

@@ -15,62 +15,33 @@ segments (sizes differ by at most one element, so any N works).
   input to it. After the last step rank r holds the complete sum of segment r.
 - All-gather, n-1 steps: at step s rank r sends segment r-s (its finished one at s = 0, then the
   one it received at step s-1) and receives segment r-s-1, copying it into the output.
-- All-reduce = reduce-scatter then all-gather, run as one pipeline of 2(n-1) steps.
+- All-reduce = reduce-scatter then all-gather, run as one pipeline of 2(n-1) steps
+  ([Note: the ring's pipeline]), in a workspace of fixed size ([Note: the ring's workspace]).
 
-Traffic: with S the tensor's bytes, every rank sends and receives (n-1)/n * S per phase, so
-2(n-1)/n * S for all-reduce and (n-1)/n * S for reduce-scatter and all-gather (S = the full,
-gathered size). This is the lower bound for any all-reduce (Patarasuk & Yuan), and it is why
-nccl-tests defines busbw = algbw * 2(n-1)/n (resp. (n-1)/n): busbw is the per-rank link traffic
-rate of this algorithm, comparable with the link bandwidth whatever n is.
+Every rank sends and receives 2(n-1)/n of the tensor's bytes for all-reduce, (n-1)/n for
+reduce-scatter and all-gather: the lower bound (Patarasuk & Yuan), and why nccl-tests' busbw
+(``dsbench/suites/comm.py``) is comparable with the link bandwidth whatever n is. Half-precision
+inputs are summed in fp32 and rounded once ([Note: the ring's fp32 partials]).
 
-Pipeline. Every segment is cut into the same number K of chunks (about ``chunk_bytes`` each),
-and one unit of work is (chunk, step): send chunk k of the step's outgoing segment to the right
-neighbour and receive chunk k of the incoming one from the left, posted together as one
-``batch_isend_irecv`` (one NCCL group, so a 2-rank ring, whose two directions share a stream,
-cannot deadlock; gloo does not coalesce and gets plain asynchronous isend/irecv). The chunks go
-through in windows of ``depth``, like NCCL's loop over slices: for each window, for each step,
-for each chunk of the window. Units are posted in that order, at most ``depth`` in flight, a
-unit only once the unit it forwards (same chunk, previous step) has been processed; they are
-processed in the same order: wait, then add the received chunk into the partial (reduce-scatter;
-the all-gather phase receives in place and has nothing to do). So while chunk k is being reduced,
-chunks k+1.. of this step and the next step of chunks ..k-1 are on the wire (gloo's transport
-thread, NCCL's stream); the partial just reduced is the next unit's send, and a chunk's all-gather
-starts as soon as its sum is final. Messages between two ranks match in posting order, which is
-the same on every rank.
-
-Precision. Local reductions run on the registry's ``reduce_add`` (``DSBENCH_REDUCE_ADD_IMPL`` picks
-torch, Triton or CUDA/HIP), which adds in fp32 and rounds once to the accumulator's dtype. For
-fp16/bf16 inputs the partial sums stay fp32 (``fp32_partials=True``, the default): step 0 sends
-the raw half-precision input (exact, so no wider bytes where they buy nothing; for n = 2 it is
-the only reduce-scatter step), the receiver widens it into an fp32 accumulator and adds its own,
-steps 1..n-2 send fp32 partials, and the owner rounds once, when it adds the last partial to its
-own input. The result is the fp32 sum in ring order rounded once to fp16/bf16 (error <= one half
-ulp plus (n-1) fp32 roundings). The price is wire bytes: those n-2 steps carry twice the bytes,
-(3n-4)/n * S per rank instead of 2(n-1)/n * S (the same for n = 2, +50% as n grows), and the
-all-gather phase carries the rounded input-dtype result. ``fp32_partials=False`` does what NCCL
-does: partials travel in the input dtype and are rounded at every hop (up to n-1 half-precision
-roundings; error grows with n). fp32 inputs are summed in fp32 either way; the ring's order
-differs from gloo's and NCCL's, so results may differ from theirs in the last bits (never across
-ranks).
-
-Bitwise-identical results on every rank: each segment's final value is computed once, by its
-owner, and the all-gather phase copies the owner's bytes.
-
-Workspace, whatever the tensor size (a fresh segment-sized buffer per call cost page faults
-on CPUs, 1.7x gloo's time at 64 MiB): ``depth`` chunk-sized receive slots per step parity (one
-parity for n = 2) in the accumulator dtype, plus ``depth`` in the input dtype for step 0 when
-the two differ. That is depth * chunk_bytes for n = 2, 2 * depth * chunk_bytes for fp32 and
-5 * depth * chunk_bytes for fp16/bf16 with fp32 partials (defaults: 8, 16, 40 MiB).
+Invariant: bitwise-identical results on every rank (each segment's final value is computed once,
+by its owner, and the all-gather phase copies the owner's bytes), equal to the native
+collectives' within rounding; ``tests/test_ring.py::test_ring_matches_native_and_ranks_agree``.
 """
 
 from __future__ import annotations
 
-import functools
 from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dsbench.kernels.registry import Impl, _distributed, register
+from dsbench.kernels.collective_common import (
+    check_pair,
+    check_reducible,
+    group_rank,
+    no_grad,
+    split,
+)
+from dsbench.kernels.registry import Impl, needs_distributed, register
 
 if TYPE_CHECKING:
     import torch
@@ -80,24 +51,8 @@ DEFAULT_CHUNK_BYTES = 2 << 20
 DEFAULT_DEPTH = 4
 """Chunks in flight per rank (each a send to the right and a receive from the left)."""
 
-_REDUCE_DTYPES = ("float32", "float16", "bfloat16")
 
-
-def _no_grad(fn):
-    """Run ``fn`` under ``torch.no_grad()`` (imported at call time), as collectives are not
-    recorded by autograd: in-place work on a leaf that requires grad must not raise."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        import torch
-
-        with torch.no_grad():
-            return fn(*args, **kwargs)
-
-    return wrapper
-
-
-@_no_grad
+@no_grad
 def allreduce(
     tensor: torch.Tensor,
     group=None,
@@ -109,7 +64,7 @@ def allreduce(
     """Sum all-reduce in place over ``group`` by ring reduce-scatter + all-gather (see module)."""
     import torch
 
-    _check_reducible("allreduce", tensor)
+    check_reducible("allreduce", tensor, "ring")
     ring = _Ring.of(group)
     if ring is None or ring.size == 1 or tensor.numel() == 0:
         return tensor
@@ -120,7 +75,7 @@ def allreduce(
         work[:numel] = flat
     else:
         work = flat
-    bounds = _split(work.numel(), ring.size)
+    bounds = split(work.numel(), ring.size)
     segments = [work[bounds[j] : bounds[j + 1]] for j in range(ring.size)]
     _ring(
         ring,
@@ -139,7 +94,7 @@ def allreduce(
     return tensor
 
 
-@_no_grad
+@no_grad
 def reduce_scatter(
     output: torch.Tensor,
     input: torch.Tensor,
@@ -154,11 +109,11 @@ def reduce_scatter(
     ``input`` is ``world_size`` equal contiguous chunks of ``output.numel()`` elements; it is not
     modified (``output`` may alias input chunk r).
     """
-    _check_reducible("reduce_scatter", input)
+    check_reducible("reduce_scatter", input, "ring")
     ring = _Ring.of(group)
     if ring is None:
         return output
-    _check_pair("reduce_scatter", output, input, ring.size, "input", "output")
+    check_pair("reduce_scatter", output, input, ring.size, "input", "output", "ring")
     if ring.size == 1:
         if output.data_ptr() != input.data_ptr():
             output.copy_(input.reshape(output.shape))
@@ -185,7 +140,7 @@ def reduce_scatter(
     return output
 
 
-@_no_grad
+@no_grad
 def allgather(
     output: torch.Tensor,
     input: torch.Tensor,
@@ -201,7 +156,7 @@ def allgather(
     ring = _Ring.of(group)
     if ring is None:
         return output
-    _check_pair("allgather", input, output, ring.size, "output", "input")
+    check_pair("allgather", input, output, ring.size, "output", "input", "ring")
     contiguous = output.is_contiguous()
     flat_out = output.view(-1) if contiguous else output.new_empty(output.numel())
     m = input.numel()
@@ -240,10 +195,10 @@ class _Ring:
         """None when this process is not a member of ``group`` (the collective is a no-op)."""
         import torch.distributed as dist
 
-        pg = group if group is not None else dist.group.WORLD
-        rank = dist.get_rank(pg)
-        if rank < 0:
+        place = group_rank(group)
+        if place is None:
             return None
+        pg, rank = place
         size = dist.get_world_size(pg)
         return cls(
             group=group,
@@ -265,11 +220,6 @@ class _Ring:
         )
 
 
-def _split(total: int, parts: int) -> list[int]:
-    """Boundaries of ``parts`` contiguous pieces of ``total`` whose sizes differ by at most one."""
-    return [i * total // parts for i in range(parts + 1)]
-
-
 def _ring(
     ring: _Ring,
     contrib: list,
@@ -281,7 +231,7 @@ def _ring(
     depth: int,
     fp32_partials: bool,
 ) -> None:
-    """Run the ring pipeline (module docstring) over per-segment views.
+    """Run the ring pipeline ([Note: the ring's pipeline]) over per-segment views.
 
     ``contrib[j]``: this rank's input for segment j (read only, unless it is ``final[j]``);
     ``final[j]``: where segment j's result goes (only ``final[ring.rank]`` is needed without
@@ -296,6 +246,23 @@ def _ring(
     if reduce:
         pipeline.reduce_buffers(fp32_partials)
     pipeline.run()
+
+
+# [Note: the ring's pipeline]
+# Every segment is cut into the same number K of chunks (about ``chunk_bytes`` each), and one
+# unit of work is (chunk, step): send chunk k of the step's outgoing segment to the right
+# neighbour and receive chunk k of the incoming one from the left, posted together as one
+# ``batch_isend_irecv`` (one NCCL group, so a 2-rank ring, whose two directions share a stream,
+# cannot deadlock; gloo does not coalesce and gets plain asynchronous isend/irecv). The chunks go
+# through in windows of ``depth``, like NCCL's loop over slices: for each window, for each step,
+# for each chunk of the window. Units are posted in that order, at most ``depth`` in flight, a
+# unit only once the unit it forwards (same chunk, previous step) has been processed; they are
+# processed in the same order: wait, then add the received chunk into the partial
+# (reduce-scatter; the all-gather phase receives in place and has nothing to do). So while chunk
+# k is being reduced, chunks k+1.. of this step and the next step of chunks ..k-1 are on the wire
+# (gloo's transport thread, NCCL's stream); the partial just reduced is the next unit's send, and
+# a chunk's all-gather starts as soon as its sum is final. Messages between two ranks match in
+# posting order, which is the same on every rank.
 
 
 class _Pipeline:
@@ -317,7 +284,7 @@ class _Pipeline:
         chunk_elems = max(1, chunk_bytes // self.contrib[0].element_size())
         # one chunk count for every segment, never more chunks than the smallest has elements
         chunks = self.chunks = max(1, min(-(-max(sizes) // chunk_elems), min(sizes)))
-        self.cuts = {m: _split(m, chunks) for m in set(sizes)}
+        self.cuts = {m: split(m, chunks) for m in set(sizes)}
         # units (window, step, slot) in this order; chunk k = window * depth + slot
         self.units = [
             (w, g, p)
@@ -326,6 +293,29 @@ class _Pipeline:
             for p in range(min(depth, chunks - w * depth))
         ]
 
+    # [Note: the ring's fp32 partials]
+    # Local reductions run on the registry's ``reduce_add`` (``DSBENCH_REDUCE_ADD_IMPL`` picks
+    # torch, Triton or CUDA/HIP), which adds in fp32 and rounds once to the accumulator's dtype.
+    # For fp16/bf16 inputs the partial sums stay fp32 (``fp32_partials=True``, the default): step
+    # 0 sends the raw half-precision input (exact, so no wider bytes where they buy nothing; for
+    # n = 2 it is the only reduce-scatter step), the receiver widens it into an fp32 accumulator
+    # and adds its own, steps 1..n-2 send fp32 partials, and the owner rounds once, when it adds
+    # the last partial to its own input. The result is the fp32 sum in ring order rounded once to
+    # fp16/bf16 (error <= one half ulp plus (n-1) fp32 roundings). The price is wire bytes: those
+    # n-2 steps carry twice the bytes, (3n-4)/n * S per rank instead of 2(n-1)/n * S (the same
+    # for n = 2, +50% as n grows), and the all-gather phase carries the rounded input-dtype
+    # result. ``fp32_partials=False`` does what NCCL does: partials travel in the input dtype and
+    # are rounded at every hop (up to n-1 half-precision roundings; error grows with n). fp32
+    # inputs are summed in fp32 either way; the ring's order differs from gloo's and NCCL's, so
+    # results may differ from theirs in the last bits (never across ranks).
+    #
+    # [Note: the ring's workspace]
+    # Whatever the tensor size, the ring receives into ``depth`` chunk-sized slots per step parity
+    # (one parity for n = 2) in the accumulator dtype, plus ``depth`` in the input dtype for step
+    # 0 when the two differ: depth * chunk_bytes for n = 2, 2 * depth * chunk_bytes for fp32 and
+    # 5 * depth * chunk_bytes for fp16/bf16 with fp32 partials (defaults: 8, 16, 40 MiB). A fresh
+    # segment-sized buffer per call costs page faults on CPUs (dsbench/decisions.md, "The ring's
+    # fixed workspace").
     def reduce_buffers(self, fp32_partials: bool) -> None:
         """The partial-sum slots and the ``reduce_add`` implementation."""
         import torch
@@ -424,37 +414,13 @@ class _Pipeline:
             processed += 1
 
 
-def _check_reducible(op: str, tensor: torch.Tensor, impl: str = "ring") -> None:
-    name = str(tensor.dtype).removeprefix("torch.")
-    if name not in _REDUCE_DTYPES:
-        raise TypeError(
-            f"{impl} {op}: dtype {name} is not supported (reductions run in fp32 via reduce_add); "
-            f"use one of {', '.join(_REDUCE_DTYPES)} or the native implementation"
-        )
-
-
-def _check_pair(
-    op: str, part, whole, n: int, whole_name: str, part_name: str, impl: str = "ring"
-) -> None:
-    if part.dtype != whole.dtype or part.device != whole.device:
-        raise ValueError(
-            f"{impl} {op}: {whole_name} and {part_name} must share dtype and device, got "
-            f"{whole.dtype} on {whole.device} and {part.dtype} on {part.device}"
-        )
-    if whole.numel() != n * part.numel():
-        raise ValueError(
-            f"{impl} {op}: {whole_name} must have world_size ({n}) x {part_name}.numel() elements, "
-            f"got {whole.numel()} and {part.numel()}"
-        )
-
-
 register(
     Impl(
         op="allreduce",
         name="ring",
         target="dsbench.kernels.ring:allreduce",
         description="ring reduce-scatter + all-gather over isend/irecv, chunked and pipelined",
-        check=_distributed,
+        check=needs_distributed,
     )
 )
 register(
@@ -463,7 +429,7 @@ register(
         name="ring",
         target="dsbench.kernels.ring:reduce_scatter",
         description="ring reduce-scatter over isend/irecv, chunked and pipelined",
-        check=_distributed,
+        check=needs_distributed,
     )
 )
 register(
@@ -472,6 +438,6 @@ register(
         name="ring",
         target="dsbench.kernels.ring:allgather",
         description="ring all-gather over isend/irecv, chunked and pipelined",
-        check=_distributed,
+        check=needs_distributed,
     )
 )

@@ -1,76 +1,27 @@
 """Shared-memory all-reduce, reduce-scatter and all-gather for ranks on one host (CPU).
 
 Registers the ``shm`` implementation of ``allreduce``, ``reduce_scatter`` and ``allgather``
-(same signatures as the references in ``kernels/reference.py``). On a CPU node, gloo moves
-every byte through loopback TCP: the kernel copies it into a socket buffer and out again, and
-a 2-rank ring reaches about 1 GB/s of bus bandwidth on a small VM (dsbench/decisions.md,
-"Shared-memory collectives"). Ranks on one host can
-instead read each other's data directly from memory they all map, which is what DeepSpeed's CPU
-accelerator does for its inference all-reduce (``deepspeed/csrc/cpu/comm/shm.cpp``) and what
-NCCL's SHM transport does between processes of one node.
+(same signatures as the references in ``kernels/reference.py``), and offers zero-copy buffers
+that the collectives read where they are: :func:`symmetric_zeros`, :func:`replicated_zeros`,
+:func:`fence` ([Note: zero-copy buffers]); :func:`release_workspaces` forgets them. On a CPU
+node gloo moves every byte through loopback TCP, the kernel copying it into a socket buffer and
+out again (dsbench/decisions.md, "Shared-memory collectives"). Ranks on one host can instead read
+each other's data directly from memory they all map, which is what DeepSpeed's CPU accelerator
+does for its inference all-reduce (``deepspeed/csrc/cpu/comm/shm.cpp``) and what NCCL's SHM
+transport does between processes of one node.
 
-Workspace: one file in ``/dev/shm`` (or the temp folder when that is missing or too small) per
-process group, created by the group's first rank, mapped by every rank with
-``torch.from_file(..., shared=True)`` and unlinked once all ranks have mapped it, so nothing is
-left behind even if a rank dies. It grows (a new file, same protocol) when a collective needs
-more; every rank computes the same size from the same arguments, so growing is collective too.
-Its size is what the largest collective so far needed (one region, reused by every call).
+How: one mapped workspace per process group ([Note: the shm workspace]); each collective copies
+in, passes a barrier and sums or copies out ([Note: the shm algorithms]); the barrier lives in
+the workspace ([Note: the shm barrier]). The sums are fp32 in one pass of ``shm_sum``, into which
+a reduce-scatter's caller may fuse its landing ([Note: landing in the reduction]).
 
-Algorithms, with n ranks, S the bytes of the full (gathered / unreduced) tensor:
-
-- reduce-scatter: rank r copies the n-1 segments of its input that other ranks own into slot r
-  of the workspace ((n-1)/n·S bytes written); barrier; rank r sums segment r, its own input's
-  and the n-1 others' from their slots, in rank order into its output (reads S, writes S/n).
-  Each segment is summed by its owner only.
-- all-reduce: as reduce-scatter, but the owner writes its summed segment into a shared result
-  area (S/n); barrier; every rank copies the whole result out (reads S). Every rank copies the
-  same bytes, so results are bitwise identical across ranks.
-- all-gather: rank r copies its input into segment r of a shared area (S/n); barrier; every rank
-  copies the whole area out (reads S).
-
-The sums: fp32 in one pass of ``shm_sum`` (C, compiled at first use; torch passes where no
-compiler is, with the same bits), into which a reduce-scatter's caller may fuse what it does
-with the output next: divide it by the world size, add it to what the output holds, take its
-square-sum (``divide_by``, ``accumulate``, ``sq``: the ZeRO engine's landing, [Note: landing in
-the reduction] in ``dsbench/zero/engine.py``).
-
-Precision: fp32 sums in fp32. fp16/bf16 segments are summed in fp32 and rounded once (like the
-ring's ``fp32_partials``): the error is at most half an ulp of the result dtype. The order of
-summation is rank 0, 1, ..., n-1 for every element, on every host and for every n.
-
-Synchronisation: a barrier between writing and reading. On x86 hosts it lives in the workspace
-itself: each rank writes a growing counter into its own cache line of a header page and waits
-until every rank's counter has reached it (x86 keeps stores in order, so a peer that sees the
-counter sees the data written before it). It costs a fraction of gloo's barrier, in time and
-in CPU, and a collective has two; a peer that never arrives (dead or hung) ends it with an
-error naming the ranks after the process group's timeout, as gloo's would. Elsewhere (or with
-more than 64 ranks) it is ``torch.distributed.barrier`` on the group. Every collective ends by
-reading the workspace, so the next one on the group starts with one more barrier: nobody
-overwrites data a slower rank is still reading. One region instead of two alternating halves
-(which would need no such barrier) keeps the resident memory at half, since shared pages count
-in every rank's resident set; the price is one barrier per collective. Collectives on one
-group must be issued in the same order on every rank (as for any torch.distributed collective);
-the engine's comm thread guarantees that.
-
-Zero-copy buffers. The copies above are most of a collective's cost on CPUs. A caller
-that knows its buffers in advance can allocate them in shared memory instead, and the
-collectives then read them where they are:
-
-- ``symmetric_zeros``: one buffer per rank, all mapped by every rank. A reduce-scatter whose
-  input lies in it waits until every rank's input is final, sums its segment straight from every
-  rank's buffer (reads S, writes S/n, nothing copied in), and waits again, so the caller may
-  write its input as soon as the call returns. The sum's order is the copying path's, so the
-  bits are the same.
-- ``replicated_zeros``: one buffer that every rank maps, a single copy per host. An all-gather
-  whose output lies in it writes only the rank's own slice (nothing when the input is that slice
-  already) and waits until every rank has: no bytes move. Whoever writes a slice must first make
-  sure no rank still reads it (``fence``).
-
-Every rank must pass the same place in its buffer (as engines with one layout on every rank do);
-anything else takes the copying path. ``dsbench.zero`` puts the flat gradients and parameters of
-ZeRO stages 1-2, and stage 3's units, there when its collectives are ``shm``. After
-``release_workspaces`` the buffers still work as plain memory: the collectives take the copying
-path for them.
+Invariants: every element is summed in rank order 0, 1, ..., n-1, on every host and for every n;
+fp16/bf16 segments are summed in fp32 and rounded once (at most half an ulp of the result); every
+rank gets the same bits, and the zero-copy path the copying path's bits
+(``tests/test_shm.py::test_shm_matches_native_and_ranks_agree``,
+``test_zero_copy_buffers_give_the_copying_paths_bits``). Collectives on one group must be issued
+in the same order on every rank (as for any torch.distributed collective); the engine's comm
+thread guarantees that.
 
 Limits: all ranks of the group must be on one host (checked when the workspace is set up: a rank
 that cannot open the file fails the collective on every rank with a message saying so); CPU
@@ -87,8 +38,15 @@ import time
 import uuid
 from typing import TYPE_CHECKING, ClassVar
 
+from dsbench.kernels.collective_common import (
+    check_pair,
+    check_reducible,
+    group_rank,
+    no_grad,
+    overlaps,
+    split,
+)
 from dsbench.kernels.registry import Impl, register
-from dsbench.kernels.ring import _check_pair, _check_reducible, _no_grad, _split
 
 if TYPE_CHECKING:
     import torch
@@ -134,8 +92,20 @@ def _shm_dir(nbytes: int) -> str:
     return tempfile.gettempdir()
 
 
+# [Note: the shm workspace]
+# One file in ``/dev/shm`` (or the temp folder when that is missing or too small) per process
+# group, created by the group's first rank, mapped by every rank with
+# ``torch.from_file(..., shared=True)`` and unlinked once all ranks have mapped it, so nothing is
+# left behind even if a rank dies. It grows (a new file, same protocol) when a collective needs
+# more; every rank computes the same size from the same arguments, so growing is collective too.
+# Its size is what the largest collective so far needed: one region, reused by every call. Two
+# alternating halves would need no barrier before the next collective
+# (See [Note: the shm barrier]), but shared pages count in every rank's resident set, so one
+# region keeps the resident memory at half; the price is one barrier per collective.
+
+
 class _Workspace:
-    """The mapped file of one process group (see the module docstring)."""
+    """The mapped file of one process group ([Note: the shm workspace])."""
 
     _of: ClassVar[dict[int, _Workspace]] = {}
 
@@ -146,7 +116,7 @@ class _Workspace:
         self.nbytes = 0
         self.buffer: torch.Tensor | None = None
         self.in_use = False
-        """A rank may still be reading what the last collective left (see the module)."""
+        """A rank may still be reading what the last collective left ([Note: the shm barrier])."""
         self.counters: torch.Tensor | None = None
         """Every rank's barrier counter (int64, one cache line apart) in the header page; None:
         gloo's barrier."""
@@ -171,15 +141,25 @@ class _Workspace:
         """None when this process is not a member of ``group`` (the collective is a no-op)."""
         import torch.distributed as dist
 
-        pg = group if group is not None else dist.group.WORLD
-        rank = dist.get_rank(pg)
-        if rank < 0:
+        place = group_rank(group)
+        if place is None:
             return None
+        pg, rank = place
         ws = cls._of.get(id(pg))
         if ws is None or ws.pg is not pg:  # a new process group may reuse an old one's id
             ws = cls._of[id(pg)] = cls(pg, rank, dist.get_world_size(pg))
         return ws
 
+    # [Note: the shm barrier]
+    # A barrier separates writing and reading. On x86 hosts it lives in the workspace itself:
+    # each rank writes a growing counter into its own cache line of a header page and waits until
+    # every rank's counter has reached it (x86 keeps stores in order, so a peer that sees the
+    # counter sees the data written before it). It costs a fraction of gloo's barrier, in time
+    # and in CPU, and a collective has two; a peer that never arrives (dead or hung) ends it with
+    # an error naming the ranks after the process group's timeout, as gloo's would. Elsewhere (or
+    # with more than 64 ranks) it is ``torch.distributed.barrier`` on the group. Every collective
+    # ends by reading the workspace, so the next one on the group starts with one more barrier
+    # (``acquire``): nobody overwrites data a slower rank is still reading.
     def barrier(self) -> None:
         import torch.distributed as dist
 
@@ -284,8 +264,26 @@ def release_workspaces() -> None:
     _Workspace._of.clear()
 
 
+# [Note: zero-copy buffers]
+# The copies into and out of the workspace are most of a collective's cost on CPUs. A caller
+# that knows its buffers in advance can allocate them in shared memory instead, and the
+# collectives then read them where they are. ``symmetric_zeros``: one buffer per rank, all
+# mapped by every rank; a reduce-scatter whose input lies in it waits until every rank's input is
+# final, sums its segment straight from every rank's buffer (reads S, writes S/n, nothing copied
+# in), and waits again, so the caller may write its input as soon as the call returns; the sum's
+# order is the copying path's, so the bits are the same. ``replicated_zeros``: one buffer that
+# every rank maps, a single copy per host; an all-gather whose output lies in it writes only the
+# rank's own slice (nothing when the input is that slice already) and waits until every rank
+# has: no bytes move. Whoever writes a slice must first make sure no rank still reads it
+# (``fence``). Every rank must pass the same place in its buffer (as engines with one layout on
+# every rank do); anything else takes the copying path. ``dsbench.zero`` puts the flat gradients
+# and parameters of ZeRO stages 1-2, and stage 3's units, there when its collectives are
+# ``shm``. After ``release_workspaces`` the buffers still work as plain memory: the collectives
+# take the copying path for them.
+
+
 class _Shared:
-    """One file of zero-copy buffers (see "Zero-copy buffers" in the module): ``regions[j]`` is
+    """One file of zero-copy buffers ([Note: zero-copy buffers]): ``regions[j]`` is
     rank j's buffer (one region every rank shares when replicated), as bytes."""
 
     def __init__(self, regions: list[torch.Tensor], rank: int, replicated: bool) -> None:
@@ -364,12 +362,6 @@ def _view(raw, offset: int, count: int, dtype) -> torch.Tensor:
     return raw[offset : offset + count * itemsize].view(dtype)
 
 
-def _overlaps(a, b) -> bool:
-    """Whether two tensors share any bytes of storage."""
-    a0, b0 = a.data_ptr(), b.data_ptr()
-    return a0 < b0 + b.numel() * b.element_size() and b0 < a0 + a.numel() * a.element_size()
-
-
 def _sum_segment(slots: list, out, landing: dict | None = None) -> None:
     """``out`` = slots[0] + slots[1] + ... in rank order, in fp32 for half precision; fp32 in
     one pass through ``shm_sum`` (C), with ``landing``'s keywords of
@@ -387,7 +379,19 @@ def _sum_segment(slots: list, out, landing: dict | None = None) -> None:
     out.copy_(acc)
 
 
-@_no_grad
+# [Note: the shm algorithms]
+# With n ranks and S the bytes of the full (gathered / unreduced) tensor. Reduce-scatter: rank r
+# copies the n-1 segments of its input that other ranks own into slot r of the workspace
+# ((n-1)/n·S bytes written); barrier; rank r sums segment r, its own input's and the n-1 others'
+# from their slots, in rank order into its output (reads S, writes S/n); each segment is summed
+# by its owner only. All-reduce: as reduce-scatter, but the owner writes its summed segment into
+# a shared result area (S/n); barrier; every rank copies the whole result out (reads S); every
+# rank copies the same bytes, so results are bitwise identical across ranks. All-gather: rank r
+# copies its input into segment r of a shared area (S/n); barrier; every rank copies the whole
+# area out (reads S).
+
+
+@no_grad
 def reduce_scatter(
     output: torch.Tensor,
     input: torch.Tensor,
@@ -397,17 +401,18 @@ def reduce_scatter(
     accumulate: bool = False,
     sq: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Sum reduce-scatter through shared memory (see module). ``divide_by``, ``accumulate`` and
-    ``sq`` fuse a landing into the sum (fp32, contiguous ``output``): the output becomes the sum
-    divided by ``divide_by``, or that added to what ``output`` holds, and ``sq`` (fp64 scalar)
-    the output's square-sum, in the same pass (:func:`~dsbench.kernels.shm_sum.sum_into`)."""
+    """Sum reduce-scatter through shared memory ([Note: the shm algorithms]). ``divide_by``,
+    ``accumulate`` and ``sq`` fuse a landing into the sum (fp32, contiguous ``output``): the
+    output becomes the sum divided by ``divide_by``, or that added to what ``output`` holds, and
+    ``sq`` (fp64 scalar) the output's square-sum, in the same pass
+    (:func:`~dsbench.kernels.shm_sum.sum_into`)."""
     import torch
 
-    _check_reducible("reduce_scatter", input, "shm")
+    check_reducible("reduce_scatter", input, "shm")
     ws = _Workspace.of(group)
     if ws is None:
         return output
-    _check_pair("reduce_scatter", output, input, ws.size, "input", "output", "shm")
+    check_pair("reduce_scatter", output, input, ws.size, "input", "output", "shm")
     landing = None
     if divide_by != 1 or accumulate or sq is not None:
         if not (input.dtype == output.dtype == torch.float32 and output.is_contiguous()):
@@ -442,7 +447,7 @@ def reduce_scatter(
     ws.barrier()
     local = flat[r * m : (r + 1) * m]
     dst = output.view(-1) if output.is_contiguous() else output.new_empty(m)
-    if _overlaps(dst, flat):  # in place: keep the local chunk before the sum overwrites it
+    if overlaps(dst, flat):  # in place: keep the local chunk before the sum overwrites it
         local = local.clone()
     at = r * m  # rank r's chunk in any other slot: position r of j's, less one past j
     slots = [
@@ -472,17 +477,17 @@ def _reduce_scatter_in_place(
     ws.barrier()
     dst = output.view(-1) if output.is_contiguous() else output.new_empty(m)
     slots = [x.reshape(-1)[r * m : (r + 1) * m] for x in inputs]
-    slots = [s.clone() if _overlaps(dst, s) else s for s in slots]  # in place: keep them
+    slots = [s.clone() if overlaps(dst, s) else s for s in slots]  # in place: keep them
     _sum_segment(slots, dst, landing)
     ws.barrier()
     if dst.data_ptr() != output.data_ptr():
         output.copy_(dst.view(output.shape))
 
 
-@_no_grad
+@no_grad
 def allreduce(tensor: torch.Tensor, group=None) -> torch.Tensor:
-    """Sum all-reduce in place through shared memory (see module)."""
-    _check_reducible("allreduce", tensor, "shm")
+    """Sum all-reduce in place through shared memory ([Note: the shm algorithms])."""
+    check_reducible("allreduce", tensor, "shm")
     ws = _Workspace.of(group)
     if ws is None or ws.size == 1 or tensor.numel() == 0:
         return tensor
@@ -492,7 +497,7 @@ def allreduce(tensor: torch.Tensor, group=None) -> torch.Tensor:
     raw = ws.acquire(offs[-1])
     _view(raw, offs[ws.rank], numel, flat.dtype).copy_(flat)
     ws.barrier()
-    bounds = _split(numel, n)
+    bounds = split(numel, n)
     seg = slice(bounds[ws.rank], bounds[ws.rank + 1])
     result = _view(raw, offs[n], numel, flat.dtype)
     if seg.stop > seg.start:
@@ -505,13 +510,13 @@ def allreduce(tensor: torch.Tensor, group=None) -> torch.Tensor:
     return tensor
 
 
-@_no_grad
+@no_grad
 def allgather(output: torch.Tensor, input: torch.Tensor, group=None) -> torch.Tensor:
-    """All-gather through shared memory (see module)."""
+    """All-gather through shared memory ([Note: the shm algorithms])."""
     ws = _Workspace.of(group)
     if ws is None:
         return output
-    _check_pair("allgather", input, output, ws.size, "output", "input", "shm")
+    check_pair("allgather", input, output, ws.size, "output", "input", "shm")
     m = input.numel()
     if ws.size == 1 or m == 0:
         if ws.size == 1 and output.data_ptr() != input.data_ptr():

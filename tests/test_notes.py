@@ -77,3 +77,25 @@ def test_every_entry_cited_from_the_code_is_in_the_ledger():
     assert len(cited) >= 10
     sections = re.split(r"^## .+$", text, flags=re.M)[1:]
     assert all("*Code:" in s for s in sections), "every entry names its code"
+
+
+DOCSTRING_LINES = 30
+
+
+def test_module_docstrings_are_summaries():
+    """A module docstring says what the module does, its entry points and the invariant with the
+    test that checks it, in at most 30 lines (the closing quotes included); each mechanism lives in
+    a Note next to its code, and measured figures in the ledger."""
+    import ast
+
+    long = {}
+    for part in ("dsbench", "kernels", "benchmarks"):
+        for path in sorted((ROOT / part).rglob("*.py")):
+            tree = ast.parse(path.read_text())
+            if ast.get_docstring(tree, clean=False) is None:
+                continue
+            first = tree.body[0]
+            lines = first.end_lineno - first.lineno + 1
+            if lines > DOCSTRING_LINES:
+                long[str(path.relative_to(ROOT))] = lines
+    assert not long, f"module docstrings over {DOCSTRING_LINES} lines: {long}"

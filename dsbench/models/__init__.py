@@ -1,8 +1,7 @@
 """Workloads: the seed's MLP, a BERT-style encoder and a GPT-style decoder, as named presets.
 
-Everything is defined here (nothing is downloaded). Every Linear layer is
-``dsbench.kernels.autograd.Linear`` with the ``gemm_impl`` given to :meth:`ModelPreset.build`, so
-a Triton or CUDA GEMM from the kernel registry drops in for the forward and both backward GEMMs.
+Defined here, nothing downloaded. Every Linear is ``dsbench.kernels.autograd.Linear`` with
+:meth:`ModelPreset.build`'s ``gemm_impl``: a registry GEMM runs forward and both backward GEMMs::
 
     preset = get_model("bert-small")
     model = preset.build(gemm_impl=None, dtype=torch.bfloat16, device="cuda", seed=0)
@@ -10,7 +9,7 @@ a Triton or CUDA GEMM from the kernel registry drops in for the forward and both
     preset.loss(model, batch).backward()
 
 Presets and exact parameter counts (tied weights counted once; ``bert-*`` include the MLM head
-and no pooler, see :mod:`dsbench.models.bert`):
+and no pooler, see :mod:`dsbench.models.bert`; ``test_docstring_table_matches_counts`` checks):
 
 ==============  ==============  =========================================================
 name            parameters      shapes
@@ -27,8 +26,7 @@ gpt-medium         354,823,168  GPT-2 medium: 24 x 1024, 16 heads, seq 1024
 gpt-1b           1,013,573,632  18 x 2048, 16 heads, 2048 positions, seq 1024
 ==============  ==============  =========================================================
 
-Determinism: see :mod:`dsbench.models.data` (batches from ``(seed, step)``; data-parallel ranks
-use :func:`batch_index` as the step; weights from the build seed).
+Determinism: batches from ``(seed, step)`` (:mod:`dsbench.models.data`), weights from the seed.
 """
 
 from __future__ import annotations

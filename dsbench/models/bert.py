@@ -1,6 +1,8 @@
 """A BERT-style encoder trained with a masked-LM loss (Devlin et al. 2018, arXiv:1810.04805).
 
-Layout (the Hugging Face ``BertForMaskedLM`` shapes, so parameter counts compare directly):
+Entry points: :class:`BertConfig`, :class:`Bert`, :func:`make_batch`, :func:`loss` and
+:func:`training_flops_per_sample` (presets in :mod:`dsbench.models`). Layout (the Hugging Face
+``BertForMaskedLM`` shapes, so parameter counts compare directly):
 
 * embeddings: word [vocab, h] + position [max_positions, h] + token type [type_vocab, h], summed,
   then LayerNorm;
@@ -9,34 +11,17 @@ Layout (the Hugging Face ``BertForMaskedLM`` shapes, so parameter counts compare
   (erf) GELU, attention by ``F.scaled_dot_product_attention`` over the whole sequence (no
   padding, so no mask);
 * MLM head: Linear [h -> h] + GELU + LayerNorm, then the decoder [h -> vocab] whose weight is
-  the word-embedding matrix (tied) and whose bias is its own.
+  the word-embedding matrix (tied) and whose bias is its own; it runs on the masked positions
+  only ([Note: the MLM head on the masked positions]).
 
 There is no pooler and no next-sentence head: the MLM loss never uses them, and parameters that
 never receive a gradient would only get in the way of ZeRO's gradient bookkeeping. Dropout is
 left out (it is 0 at inference and only noise for a throughput benchmark), which keeps runs
-bit-reproducible.
+bit-reproducible. Batches are synthetic ([Note: BERT's synthetic batches]).
 
-Parameter count for ``bert-large`` (24 x 1024, 16 heads, intermediate 4096, vocab 30522, 512
-positions): embeddings 31,782,912 + 24 x 12,596,224 (blocks) + MLM head 1,082,170 =
-**335,174,458**. The published "335M" is the Hugging Face ``BertModel`` count, 335,141,888: the
-same embeddings and blocks plus the pooler (1024·1024 + 1024 = 1,049,600) and no MLM head. Ours
-differs by +32,570 (+0.01%) = MLM transform (1,049,600 + 2,048 LayerNorm) + decoder bias (30,522)
-- pooler (1,049,600). The paper's "340M" is a rounder figure for the same model.
-``bert-base``: 109,514,298 (``BertModel``: 109,482,240).
-
-Loss: masked-LM cross-entropy over the full vocabulary at the masked positions only: the MLM
-head (transform and decoder) runs on those rows alone, as in BERT's own pretraining code (Google's
-``run_pretraining.py`` gathers ``masked_lm_positions`` before the output layer; NVIDIA's and
-DeepSpeed's BERT pretraining do the same), not on every position as Hugging Face's
-``BertForMaskedLM`` does. With vocab 30522 the difference dominates small models: for
-``bert-tiny`` the full-sequence head was ~80% of a training step's time. Called without labels
-(inference) the model returns logits for every position. :func:`training_flops_per_sample`
-counts the head on the masked positions only. Synthetic
-data: tokens uniform in [0, vocab); in each sequence exactly ``round(mask_prob · seq_len)``
-positions (at least one), chosen at random, are replaced by ``mask_token_id`` and are the only
-positions scored (labels -100 elsewhere). Always replacing with [MASK] (no 80/10/10 split) is a
-simplification that costs nothing in FLOPs. Token types: 0 for the first half of the sequence,
-1 for the second (a sentence pair).
+Parameter counts: ``bert-large`` 335,174,458 and ``bert-base`` 109,514,298, the Hugging Face
+``BertModel`` counts (335,141,888, the published "335M"; 109,482,240) less the pooler plus the
+MLM head; ``tests/test_models.py::test_bert_large_parameter_count`` checks the sum term by term.
 """
 
 from __future__ import annotations
@@ -130,6 +115,18 @@ class BertLayer(nn.Module):
         return self.output_norm(x + self.output(F.gelu(self.intermediate(x))))
 
 
+# [Note: the MLM head on the masked positions]
+# The loss is masked-LM cross-entropy over the full vocabulary at the masked positions only: the
+# MLM head (transform and decoder) runs on those rows alone, as in BERT's own pretraining code
+# (Google's ``run_pretraining.py`` gathers ``masked_lm_positions`` before the output layer;
+# NVIDIA's and DeepSpeed's BERT pretraining do the same), not on every position as Hugging
+# Face's ``BertForMaskedLM`` does. With vocab 30522 the difference dominates small models
+# (dsbench/decisions.md, "BERT's MLM head on the masked positions"). Called without labels
+# (inference) the model returns logits for every position. :func:`training_flops_per_sample`
+# counts the head on the masked positions only. The loss is the same as over full logits
+# (``tests/test_models.py::test_bert_head_on_masked_positions_equals_full_logits_loss``).
+
+
 class Bert(nn.Module):
     """BERT encoder + tied MLM head: ``forward(input_ids, token_type_ids) -> logits [B, T, V]``.
 
@@ -190,6 +187,12 @@ class Bert(nn.Module):
         return F.cross_entropy(logits.float(), labels[scored])
 
 
+# [Note: BERT's synthetic batches]
+# Tokens are uniform in [0, vocab); in each sequence exactly ``round(mask_prob · seq_len)``
+# positions (at least one), chosen at random, are replaced by ``mask_token_id`` and are the only
+# positions scored (labels -100 elsewhere). Always replacing with [MASK] (no 80/10/10 split) is a
+# simplification that costs nothing in FLOPs. Token types: 0 for the first half of the sequence,
+# 1 for the second (a sentence pair).
 def make_batch(
     config: BertConfig, micro_batch: int, *, seed: int, step: int, device, dtype=None
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

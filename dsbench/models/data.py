@@ -62,8 +62,8 @@ def batch_index(
 
 def embedding(num: int, dim: int) -> nn.Embedding:
     """``nn.Embedding`` whose weight is left uninitialised (``init_weights_`` fills it): its own
-    N(0, 1) init would be overwritten anyway, and on the meta device ``normal_`` costs a
-    one-off ~2 s import of torch._dynamo."""
+    N(0, 1) init would be overwritten anyway, and on the meta device ``normal_`` imports
+    torch._dynamo (dsbench/decisions.md, "Embeddings left uninitialised")."""
     return nn.Embedding(num, dim, _weight=torch.empty(num, dim))
 
 

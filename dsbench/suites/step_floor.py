@@ -89,8 +89,7 @@ def measure_floor(
 ) -> dict:
     """This rank's compute-only floor in seconds: ``{"floor_s", "floor_ms": {...}}``, the
     median of the sequence and of its parts over ``reps`` repetitions ([Note: the floor is a
-    step]; 15 take about 0.2 s for the seed MLP, and its median moved by up to 2 ms between the
-    cases of one launch with 5)."""
+    step]; why 15: dsbench/decisions.md, "The floor's repetitions")."""
     p, g, m, v = (torch.zeros(owned, device=device) for _ in range(4))
     g.normal_(0, 1e-3)
     steps = [torch.zeros((), device=device)]
@@ -119,12 +118,9 @@ def _plain_model(preset, batches, *, dtype, device: str):
     slots] in :mod:`dsbench.zero.engine`): one flat buffer allocated once, each parameter's
     slice a ``GradSlot`` that a step's first gradient overwrites and later ones add to,
     GEMM-backed layers writing their weight gradients there directly. So the floor allocates no
-    gradient and zeroes nothing. Its first form (autograd's fresh gradients added into kept
-    ones, zeroed after each step) cost more than the engine's own forward and backward and moved
-    with where each fresh buffer landed: one thread, seed MLP, two micro-batches, median of 9
-    repetitions per fresh build, 6 builds each, alternating: 13.7-23.7 ms; gradients set to None
-    instead 10.7-26.7 ms (two clusters, 10.7-11.5 and 24.9-26.7); these slots 8.5-9.0 ms. The
-    hooks are removed on exit."""
+    gradient and zeroes nothing, and costs no more than the engine's own forward and backward
+    (dsbench/decisions.md, "The floor's gradients in kept slots"). The hooks are removed on
+    exit."""
     from dsbench.zero.buckets import Bucket, GradSlot
 
     model = preset.build(seed=0, device=device, dtype=dtype)  # freed on return

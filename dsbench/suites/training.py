@@ -1,75 +1,28 @@
 """Training-step benchmarks: dsbench's ZeRO engine and DeepSpeed's, on the same model, data and
-ds_config, over N spawned ranks.
+ds_config (:func:`ds_config`), over N spawned ranks: ``train_step`` (:data:`TRAINING`) and, with
+ZeRO-Offload, ``train_step_offload`` (:data:`TRAINING_OFFLOAD`).
 
 One timed call is one optimizer step: ``gradient_accumulation_steps`` micro-batches of forward
 (through the engine, as users call it), backward and the engine's gradient reduction, then the
-step. Reported:
+step. Reported: samples/s = train_batch_size / t (the whole data-parallel group), tokens/s
+likewise; TFLOP/s per rank = 6 · N · T · train_batch_size / t / world (N parameters, T tokens
+per sample: the usual 6NT training-FLOPs convention, attention's T² terms excluded), whose % of
+the profile's dense peak for the training dtype is the MFU; step time; and peak memory per rank
+(the largest rank's: allocator peaks on GPUs, resident set on CPUs, where rows also carry
+``host_peak_added_bytes`` and ``fresh_process``, the figures to compare engines by, as
+:class:`dsbench.memory.PeakMemory` and the README's "Side by side" say; dsbench/decisions.md,
+"Peak memory on CPUs: what the process holds anyway").
 
-- samples/s = train_batch_size / t (the whole data-parallel group), tokens/s likewise;
-- TFLOP/s per rank = 6 · N · T · train_batch_size / t / world (N parameters, T tokens per sample:
-  the usual 6NT training-FLOPs convention, attention's T² terms excluded), whose % of the
-  profile's dense peak for the training dtype is the MFU;
-- step time, and peak memory per rank (the largest rank's: allocator peaks on GPUs, resident set
-  on CPUs). On CPUs the resident set includes ~1 GB the process holds anyway (torch, DeepSpeed's
-  modules once imported) that varies by tens of MB with what ran before, so rows also carry
-  ``host_peak_added_bytes``: the peak minus the resident set just before the case was set up
-  (model, engine, optimizer state, communication buffers), the smallest over the rounds, and
-  ``fresh_process``: the same case measured alone in freshly spawned ranks (2 warm-up steps, 3
-  measured), where nothing that ran before is resident; that is the number to compare engines
-  by.
-
-Rows, per model and stage (parameters ``engine``, ``comm``, ``kernels``):
-
-- ``comm=native``, both engines: the like-for-like comparison. Both engines run torch.distributed's
-  own collectives (gloo on CPUs, NCCL/RCCL on GPUs): dsbench's engine is given the registry's
-  ``native`` all-reduce, reduce-scatter and all-gather; DeepSpeed goes through deepspeed.comm,
-  which calls the same torch.distributed functions (the shared-memory op DeepSpeed builds at
-  start-up on CPUs serves only its inference all-reduce, not ZeRO training). Each engine picks
-  which collectives it calls: on gloo, dsbench's runs a reduce-scatter or all-gather of 8 MiB or
-  more as all_to_all or broadcasts, gloo's faster calls for those sizes ([Note: gloo's large
-  collectives] in ``dsbench/zero/collectives.py``; the row's ``notes.large_collectives`` says so),
-  and it sends nothing point-to-point.
-- ``engine=dsbench, comm=shm`` (CPUs only): dsbench's engine on dsbench's one-host shared-memory
-  collectives (``kernels/shm.py``), its fastest on CPUs. Set beside the ``comm=native`` dsbench
-  row, this shows what those collectives add; it is not an engine comparison, and DeepSpeed has
-  no such rows. On GPUs torch.distributed's NCCL/RCCL are dsbench's fastest collectives as well,
-  so there are only ``comm=native`` rows.
-- ``kernels=torch``: torch's AdamW, unfused (torch's default code path: a per-tensor loop on
-  CPUs, foreach on GPUs), in both engines: dsbench's through the registry's ``torch`` AdamW
-  (torch.optim's functional adamw), DeepSpeed's as ``torch.optim.AdamW`` (``torch_adam``).
-- ``kernels=best``: each engine's fastest optimizer. On CPUs that is torch's fused AdamW in both
-  (dsbench: registry ``torch`` with ``fused=True``; DeepSpeed: ``torch.optim.AdamW(fused=True)``,
-  since its own CPU Adam would need a JIT build). On GPUs dsbench's is the registry's ``cuda`` or
-  ``triton`` AdamW where one runs, while DeepSpeed's stays ``torch.optim.AdamW(fused=True)`` (the
-  ds_config keeps ``torch_adam``, so DeepSpeed's FusedAdam, a JIT-built op, is not used): there
-  the ``best`` rows compare different optimizer implementations.
-
-``train_step_offload`` (the same setup, a second benchmark so the rows above keep their ids): the
-first model at stages 2 and 3 with ZeRO-Offload, both engines, ``comm=native``, ``kernels=best``;
-``offload=optimizer`` is ``offload_optimizer.device: "cpu"``, ``offload=optimizer+param`` adds
-``offload_param`` (stage 3). dsbench's engine steps on the host with torch's fused AdamW
-(whatever ``kernels=best`` picks on the device), DeepSpeed with ``torch.optim.AdamW`` (fused).
-On CPUs host and device memory are one, so these rows measure the offload code paths' overhead;
-on GPUs they show the memory the device saves and what the copies cost.
-
-The three rows of one (model, stage, kernels) are timed in alternating rounds inside one launch
+Rows, per model and stage, differ in ``engine``, ``comm`` and ``kernels``
+([Note: the training rows]); ``train_step_offload`` adds ``offload`` ([Note: the offload rows]).
+The rows of one (model, stage, kernels) are timed in alternating rounds inside one launch
 (``interleave``: dsbench native, DeepSpeed native, dsbench shm, then the reverse, ...).
 
-Work per step: DeepSpeed's ZeRO optimizers compute the global gradient norm every step at stages
-1, 2 and 3, with clipping off too (``DeepSpeedZeroOptimizer.step`` calls ``scaled_global_norm``,
-``DeepSpeedZeroOptimizer_Stage3.step`` ``_get_norm_groups``: an fp64 pass over the rank's gradient
-partition and an all-reduce); dsbench's engine computes it only when clipping or fp16 loss scaling
-needs it, so this suite turns on its ``grad_norm_every_step``. What remains is on every row
-(``work_differences``): DeepSpeed also multiplies the fp32 gradient partition by 1 / loss scale at
-every step (``unscale_and_clip_grads``; 1.0 here), which dsbench's engine skips at scale 1.
-
-Each row's notes say what that engine really ran, never the other engine's choices. dsbench
-rows: ``kernels`` (the registry implementation per op: adamw, allreduce, reduce_scatter,
-allgather), ``collectives`` and ``optimizer`` (the registry AdamW and the torch code path it
-takes). DeepSpeed rows: ``collectives`` (deepspeed.comm over torch.distributed and its backend),
-``optimizer`` (the torch optimizer DeepSpeed instantiated, its fused/foreach settings, the code
-path they select, and the ZeRO wrapper around it) and ``deepspeed`` (its version). Both:
-``grad_norm`` and ``work_differences``, as above.
+Invariants: both engines do the same work per step where they can, and what differs is on every
+row ([Note: the same work per step]); each row's notes say what that engine really ran, never
+the other engine's choices ([Note: a row's notes]). ``tests/test_training_suite.py`` checks both
+(``test_dsbench_computes_the_global_norm_every_step_as_deepspeed_does``,
+``test_one_group_on_two_cpu_ranks_names_what_each_engine_ran``).
 """
 
 from __future__ import annotations
@@ -83,6 +36,29 @@ STAGES = (1, 2, 3)
 COLLECTIVES = ("allreduce", "reduce_scatter", "allgather")
 
 
+# [Note: the training rows]
+# ``comm=native``, both engines, is the like-for-like comparison: both run torch.distributed's own
+# collectives (gloo on CPUs, NCCL/RCCL on GPUs). dsbench's engine is given the registry's
+# ``native`` all-reduce, reduce-scatter and all-gather; DeepSpeed goes through deepspeed.comm,
+# which calls the same torch.distributed functions (the shared-memory op DeepSpeed builds at
+# start-up on CPUs serves only its inference all-reduce, not ZeRO training). Each engine picks
+# which collectives it calls: on gloo, dsbench's runs a large reduce-scatter or all-gather as
+# all_to_all or broadcasts (See [Note: gloo's large collectives]; the row's
+# ``notes.large_collectives`` says so), and it sends nothing point-to-point.
+# ``engine=dsbench, comm=shm`` (CPUs only) is dsbench's engine on dsbench's one-host
+# shared-memory collectives (``kernels/shm.py``), its fastest on CPUs (dsbench/decisions.md,
+# "Collectives on CPUs side by side"). Set beside the ``comm=native`` dsbench row, it shows what
+# those collectives add; it is not an engine comparison, and DeepSpeed has no such rows. On GPUs
+# NCCL/RCCL are dsbench's fastest collectives as well, so there are only ``comm=native`` rows.
+# ``kernels=torch`` is torch's AdamW, unfused (torch's default code path: a per-tensor loop on
+# CPUs, foreach on GPUs), in both engines: dsbench's through the registry's ``torch`` AdamW
+# (torch.optim's functional adamw), DeepSpeed's as ``torch.optim.AdamW`` (``torch_adam``).
+# ``kernels=best`` is each engine's fastest optimizer. On CPUs that is torch's fused AdamW in both
+# (dsbench: registry ``torch`` with ``fused=True``; DeepSpeed: ``torch.optim.AdamW(fused=True)``,
+# since its own CPU Adam would need a JIT build). On GPUs dsbench's is the registry's ``cuda`` or
+# ``triton`` AdamW where one runs, while DeepSpeed's stays ``torch.optim.AdamW(fused=True)`` (the
+# ds_config keeps ``torch_adam``, so DeepSpeed's FusedAdam, a JIT-built op, is not used): there
+# the ``best`` rows compare different optimizer implementations.
 def _grid(suite: str, ctx: Context) -> dict[str, list]:
     # ``comm`` comes before ``engine`` so that an interleaved group runs dsbench native, DeepSpeed
     # native, dsbench shm: the like-for-like pair side by side.
@@ -98,10 +74,7 @@ def _grid(suite: str, ctx: Context) -> dict[str, list]:
             "micro_batch": [8],
             "grad_accum": [2],
         }
-    # Measured side by side with `dsbench run --filter 'allreduce|reduce_scatter|allgather'` on
-    # the 2-core VM, 2 gloo ranks, 16 MiB: shared memory (shm) 2.2 / 1.8 / 1.8 GB/s busbw for
-    # all-reduce / reduce-scatter / all-gather, dsbench's ring over gloo 0.9 / 0.65 / 0.78, gloo's
-    # own 1.0 / 0.32 / 0.54: shm is dsbench's own collectives' row on CPUs.
+    # shm is dsbench's own collectives' row on CPUs (See [Note: the training rows]).
     return {
         "model": ["mlp", "bert-tiny"],
         "comm": ["native", "shm"],
@@ -115,6 +88,15 @@ def _grid(suite: str, ctx: Context) -> dict[str, list]:
     }
 
 
+# [Note: the offload rows]
+# ``train_step_offload`` is the same setup as a second benchmark, so the ``train_step`` rows keep
+# their ids: the first model at stages 2 and 3 with ZeRO-Offload, both engines, ``comm=native``,
+# ``kernels=best``; ``offload=optimizer`` is ``offload_optimizer.device: "cpu"``,
+# ``offload=optimizer+param`` adds ``offload_param`` (stage 3). dsbench's engine steps on the host
+# with torch's fused AdamW (whatever ``kernels=best`` picks on the device), DeepSpeed with
+# ``torch.optim.AdamW`` (fused). On CPUs host and device memory are one, so these rows measure
+# the offload code paths' overhead; on GPUs they show the memory the device saves and what the
+# copies cost.
 def _offload_grid(suite: str, ctx: Context) -> dict[str, list]:
     grid = _grid(suite, ctx)
     return {
@@ -219,6 +201,15 @@ def _qualname(obj) -> str:
     return f"{type(obj).__module__}.{type(obj).__qualname__}"
 
 
+# [Note: the same work per step]
+# DeepSpeed's ZeRO optimizers compute the global gradient norm every step at stages 1, 2 and 3,
+# with clipping off too (``DeepSpeedZeroOptimizer.step`` calls ``scaled_global_norm``,
+# ``DeepSpeedZeroOptimizer_Stage3.step`` ``_get_norm_groups``: an fp64 pass over the rank's
+# gradient partition and an all-reduce); dsbench's engine computes it only when clipping or fp16
+# loss scaling needs it, so this suite turns on its ``grad_norm_every_step`` (``GRAD_NORM``).
+# What remains is on every row (``WORK_DIFFERENCES``): DeepSpeed also multiplies the fp32
+# gradient partition by 1 / loss scale at every step (``unscale_and_clip_grads``; 1.0 here),
+# which dsbench's engine skips at scale 1.
 WORK_DIFFERENCES = (
     "DeepSpeed's ZeRO optimizer multiplies the fp32 gradient partition by 1 / loss scale at every "
     "step (unscale_and_clip_grads; the scale is 1.0 without fp16 loss scaling); dsbench's engine "
@@ -231,6 +222,14 @@ GRAD_NORM = (
 )
 
 
+# [Note: a row's notes]
+# Each row's notes say what that engine really ran, never the other engine's choices. dsbench
+# rows: ``kernels`` (the registry implementation per op: adamw, allreduce, reduce_scatter,
+# allgather), ``collectives`` and ``optimizer`` (the registry AdamW and the torch code path it
+# takes). DeepSpeed rows: ``collectives`` (deepspeed.comm over torch.distributed and its
+# backend), ``optimizer`` (the torch optimizer DeepSpeed instantiated, its fused/foreach
+# settings, the code path they select, and the ZeRO wrapper around it) and ``deepspeed`` (its
+# version). Both: ``grad_norm`` and ``work_differences`` (See [Note: the same work per step]).
 def dsbench_notes(engine) -> dict:
     """What dsbench's engine really runs: the registry implementation per op, the collectives
     and the optimizer."""
@@ -346,7 +345,7 @@ def _build(params: dict, ctx: Context, world: int) -> _Built:
         device=ctx.device,
         kernels=kernels,
         fused_optimizer=fused,
-        grad_norm_every_step=True,  # DeepSpeed's ZeRO optimizers compute it at every step
+        grad_norm_every_step=True,  # See [Note: the same work per step]
     )
     return _Built(preset=preset, cfg=cfg, kernels=kernels, fused=fused, engine=engine)
 

@@ -2,37 +2,26 @@
 Training Trillion Parameter Models", SC 2020; layout in the style of PyTorch FSDP's flat buffers).
 
 Parameters are laid out in *buckets*: runs of parameters flattened into one buffer, padded to a
-multiple of the world size n, so that rank r *owns* the r-th 1/n of every bucket. What each stage
-partitions:
-
-- stage 0 — data parallel: every rank holds everything; gradients are all-reduced bucket by
-  bucket (``reduce_bucket_size``) and every rank applies the same optimizer step.
-- stage 1 — optimizer state partitioned: gradients accumulate locally over the micro-steps; at the
-  accumulation boundary each bucket is reduce-scattered (or all-reduced, ``reduce_scatter: false``)
-  and a rank keeps only its shard; it steps fp32 master weights and Adam moments for that shard
-  only, then the updated shards are all-gathered back into the full parameters.
-- stage 2 — gradients partitioned too: every micro-step's bucket gradients are reduce-scattered at
-  once and accumulated into the rank's fp32 gradient shard; full gradients are freed as soon as
-  their bucket is reduced.
-- stage 3 — parameters partitioned too: each module with parameters is a bucket ("unit") whose
-  full weights exist only while it runs: gathered in a forward pre-hook (the next units are
-  prefetched, ``stage3_prefetch_bucket_size``), released after its forward, gathered again before
-  its backward, and released once its gradients are reduce-scattered. Parameters at or below
-  ``stage3_param_persistence_threshold`` elements (and parameters shared between modules) stay
-  whole on every rank, in stage-2 style buckets.
-
-ZeRO-Offload (``offload_optimizer`` / ``offload_param``, :mod:`dsbench.zero.offload`): the
-optimizer's state (and the parameter shards) live in host memory and the step runs there; on a
-CPU device the arithmetic is that of the same stage without offload.
+multiple of the world size n, so that rank r *owns* the r-th 1/n of every bucket. Stage 0 holds
+everything on every rank and all-reduces gradients bucket by bucket (``reduce_bucket_size``).
+Stage 1 partitions the optimizer state: at the accumulation boundary each bucket's gradients are
+reduce-scattered (or all-reduced, ``reduce_scatter: false``), a rank steps fp32 master weights
+and Adam moments for its shard only, and the updated shards are all-gathered back. Stage 2
+partitions gradients too: every micro-step's buckets are reduce-scattered at once into the rank's
+fp32 gradient shard, and full gradients are freed once reduced. Stage 3 partitions parameters
+too: each module with parameters is a unit whose full weights exist only while it runs
+(:mod:`dsbench.zero.stage3`); parameters at or below ``stage3_param_persistence_threshold``
+elements, or shared between modules, stay whole on every rank in stage-2 style buckets.
+ZeRO-Offload (:mod:`dsbench.zero.offload`) keeps the optimizer's state (and the parameter shards)
+in host memory and steps there; on a CPU device its arithmetic is that of the same stage.
 
 Common to all stages: ``overlap_comm`` launches a bucket's collective from the gradient hook that
-completes it (:mod:`dsbench.zero.collectives`); ``contiguous_gradients`` keeps gradients in one flat
-buffer; fp16 (dynamic loss scaling) and bf16 train with fp32 master weights; clipping uses the
-global norm over all shards. The optimizer step and the collectives come from the kernel
-registry: the engine does not know which implementation it got. With the ``shm`` collectives
-(CPUs) buffers every rank maps replace copies (``kernels/shm.py``; [Note: stage-3 resident]).
-
-The API mirrors DeepSpeed's engine, so a training loop runs unchanged on either::
+completes it; ``contiguous_gradients`` keeps gradients in one flat buffer; fp16 (dynamic loss
+scaling) and bf16 train with fp32 master weights; clipping uses the global norm over all shards.
+The optimizer step and the collectives come from the kernel registry; with the ``shm``
+collectives (CPUs) buffers every rank maps replace copies ([Note: stage-3 resident]).
+``tests/test_zero_engine.py`` checks every stage against single-process AdamW
+(``test_fp32_matches_single_process_adamw``). The API mirrors DeepSpeed's engine::
 
     loss = loss_fn(engine.module, batch)   # or engine(batch)
     engine.backward(loss)

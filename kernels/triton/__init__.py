@@ -20,8 +20,9 @@ def available(device: str) -> tuple[bool, str]:
     run, to say it runs only in the interpreter."""
     import importlib.util
 
-    # find_spec, not import: importing Triton costs ~100 MB of resident memory in every rank,
-    # which a CPU run that cannot use it should not pay (the kernel modules import it)
+    # find_spec, not import: importing Triton costs resident memory in every rank, which a CPU
+    # run that cannot use it should not pay (the kernel modules import it; dsbench/decisions.md,
+    # "Triton looked up, not imported")
     if importlib.util.find_spec("triton") is None:
         return False, "triton is not installed"
     if device.startswith("cpu"):

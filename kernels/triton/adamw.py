@@ -1,6 +1,8 @@
 """Fused Adam/AdamW step in Triton, on a flat buffer or on a list of tensors.
 
-Math (per element, fp32; the contract is :func:`dsbench.kernels.reference.adamw`)::
+Entry point: :func:`adamw` (the registry's ``triton`` AdamW), with :class:`AdamHyper` for the
+scalar hyper-parameters. Math (per element, fp32; the contract is
+:func:`dsbench.kernels.reference.adamw`)::
 
     g  = g / grad_scale                      (when a scale is given)
     AdamW (decoupled, Loshchilov & Hutter):  p = p * (1 - lr*wd)
@@ -14,36 +16,13 @@ gradient reads 2 instead of 4. With a grad scaler a first pass reads the gradien
 find inf/NaN (+4 B/param for fp32 grads); the gradient is never written back. About 15 FLOPs per
 parameter: memory-bound, so the figure of merit is GB/s against the device's copy bandwidth.
 
-How it runs:
-
-- **Flat buffer** (a list of one tensor, as the ZeRO engine's partition is): one launch of
-  ``_adamw_flat_kernel`` over the buffer, autotuned over block size and warps with
-  ``restore_value`` on p, m and v, so the benchmarking runs of autotuning never leave the update
-  applied more than once.
-- **List of tensors**: no launch per tensor. The host builds, once per list layout, a chunk table
-  (program -> tensor index, first element) and an int64 table of each tensor's base address
-  (Triton tutorial 08's grouped GEMM uses the same int64 -> pointer cast); both are copied to
-  the device through pinned memory without blocking, and cached, keyed by the tensors'
-  addresses and sizes (a new layout costs one table build, never a device wait). Programs loop
-  over their chunk in blocks; offsets are int64. ``_adamw_multi_kernel``
-  launches once per gradient dtype (at most three launches) over all chunks. It is not
-  autotuned: ``restore_value`` can only snapshot kernel arguments, not tensors reached through a
-  pointer table, so a fixed config keeps the in-place update from being applied twice. The
-  pointer cast works under ``TRITON_INTERPRET=1`` for CPU tensors (the interpreter dereferences
-  host addresses); CUDA tensors under the interpreter fall back to one flat launch per tensor.
-- **Inf/NaN check without a host sync**: with ``grad_scale``, ``found_inf`` is zeroed and a first
-  pass (``_nonfinite_*_kernel``) stores 1 into it from every program that sees a non-finite
-  unscaled gradient (a benign race: every writer writes 1; no atomics, which the interpreter
-  lacks for some dtypes). The update kernel reads the flag and returns early when it is set.
-  Steps are advanced on the device by ``1 - found_inf`` (torch's fused AdamW does the same), and
-  the update kernel reads each tensor's new step from device memory and computes the bias
-  corrections itself. Nothing in a call waits for the device (a ``grad_scale`` on another device
-  than the params is the exception: it is copied over).
-
-Bias corrections ``1 - beta^t`` are computed per program as ``-expm1(t*ln(beta))`` with a
-Taylor series for small arguments, so they keep full fp32 accuracy when ``beta^t`` is close to 1
-(``b2 = 0.999``, early steps), where ``1 - exp2(...)`` would lose three digits. Square roots
-and divisions are IEEE-rounded (``sqrt_rn``, ``div_rn``), in the order torch evaluates them.
+How it runs: a flat buffer (the ZeRO engine's partition) is one autotuned launch
+([Note: autotuning an update in place]); a list of tensors is one launch per gradient dtype
+([Note: one launch over a list of tensors]); nothing waits for the device
+([Note: inf/NaN without a host sync]); bias corrections keep full fp32 accuracy
+([Note: bias corrections near 1]). Square roots and divisions are IEEE-rounded (``sqrt_rn``,
+``div_rn``), in the order torch evaluates them. ``tests/test_triton_kernels.py`` checks the
+results against the reference under the interpreter (``test_interpreter_suite``) and on a GPU.
 
 Sources: Triton tutorial 01 (vector add: masked blocks), tutorial 08 (grouped GEMM: int64
 pointer tables), Liger-Kernel's layout (private ``@triton.jit`` kernels plus a launcher), and the
@@ -90,6 +69,10 @@ def _flat_configs() -> list[triton.Config]:
     ]
 
 
+# [Note: bias corrections near 1]
+# Bias corrections ``1 - beta^t`` are computed per program as ``-expm1(t*ln(beta))``, with a
+# Taylor series for small arguments, so they keep full fp32 accuracy when ``beta^t`` is close to
+# 1 (``b2 = 0.999``, early steps), where ``1 - exp2(...)`` would lose three digits.
 @triton.jit
 def _one_minus_pow(log_beta, t):
     """1 - beta**t = -expm1(t * ln(beta)), accurate also when beta**t is close to 1."""
@@ -191,6 +174,10 @@ def _adam_block(
     tl.store(v_ptr + offs, v, mask=mask)
 
 
+# [Note: autotuning an update in place]
+# A flat buffer (a list of one tensor) is one launch of ``_adamw_flat_kernel``, autotuned over
+# block size and warps with ``restore_value`` on p, m and v, so the benchmarking runs of
+# autotuning never leave the update applied more than once.
 @triton.autotune(configs=_flat_configs(), key=["n"], restore_value=["p_ptr", "m_ptr", "v_ptr"])
 @triton.jit
 def _adamw_flat_kernel(
@@ -218,6 +205,18 @@ def _adamw_flat_kernel(
     _adam_block(p_ptr, g_ptr, m_ptr, v_ptr, offs, mask, t, inv_scale, hyper, ADAMW, HAS_SCALE)
 
 
+# [Note: one launch over a list of tensors]
+# No launch per tensor: the host builds, once per list layout, a chunk table (program -> tensor
+# index, first element) and an int64 table of each tensor's base address (Triton tutorial 08's
+# grouped GEMM uses the same int64 -> pointer cast); both are copied to the device through
+# pinned memory without blocking, and cached, keyed by the tensors' addresses and sizes (a new
+# layout costs one table build, never a device wait). Programs loop over their chunk in blocks;
+# offsets are int64. ``_adamw_multi_kernel`` launches once per gradient dtype (at most three
+# launches) over all chunks. It is not autotuned: ``restore_value`` can only snapshot kernel
+# arguments, not tensors reached through a pointer table, so a fixed config keeps the in-place
+# update from being applied twice. The pointer cast works under ``TRITON_INTERPRET=1`` for CPU
+# tensors (the interpreter dereferences host addresses); CUDA tensors under the interpreter
+# fall back to one flat launch per tensor.
 @triton.jit
 def _adamw_multi_kernel(
     # Pointers: the tables (program -> tensor, tensor -> address), the grad scale and the flag
@@ -396,6 +395,15 @@ def _check_inputs(
     return device, grads
 
 
+# [Note: inf/NaN without a host sync]
+# With ``grad_scale``, ``found_inf`` is zeroed and a first pass (``_nonfinite_*_kernel``) stores
+# 1 into it from every program that sees a non-finite unscaled gradient (a benign race: every
+# writer writes 1; no atomics, which the interpreter lacks for some dtypes). The update kernel
+# reads the flag and returns early when it is set. Steps are advanced on the device by
+# ``1 - found_inf`` (torch's fused AdamW does the same), and the update kernel reads each
+# tensor's new step from device memory and computes the bias corrections itself. Nothing in a
+# call waits for the device (a ``grad_scale`` on another device than the params is the
+# exception: it is copied over).
 def _advance_steps(grads, steps, grad_scale, found_inf, device) -> tuple:
     """Advance every step on the device, by ``1 - found_inf`` with a grad scale (skipped steps
     stay where they were); ``(scale, found)`` as the kernels read them, or ``(None, None)``."""

@@ -1,5 +1,5 @@
 """Reading and validating claim files: one-line :class:`~.data.ClaimError` naming the file, the
-place and the problem (see the format in :mod:`dsbench.publish.claims`)."""
+place and the problem (the format: [Note: the claim file format])."""
 
 from __future__ import annotations
 
@@ -41,6 +41,55 @@ __all__ = [
     "selector_problem",
 ]
 
+# [Note: the claim file format]
+# A claim file (``schema_version = 1``), with what each key means; ``_Parser`` reads it::
+#
+#     schema = "dsbench-claims"
+#     schema_version = 1
+#     title = "2.2 性能对比实测数据"            # as printed
+#     title_en = "2.2 Measured performance"    # optional translation
+#     language = "zh-CN: ..."                  # what is quoted and what is translated
+#
+#     [source]                                 # file and section required; article, article_en,
+#     file = "000_....txt"                     # url, quote optional
+#     section = "2.2 ..."
+#
+#     [scenario]                               # as the source states it: hardware, software,
+#     hardware = "4×NVIDIA A100 80GB"          # model, config, as_stated (any string fields)
+#
+#     [[claims]]
+#     id = "bert-large-training"               # [a-z0-9-], unique in the file
+#     label = "BERT-large训练"                  # as printed; label_en optional
+#     form = "table"                           # table (default) | list | prose
+#     metric = "training throughput"
+#     unit = "samples/s"
+#     direction = "higher"                     # higher | lower is better
+#     baseline = { label = "...", text = "128 samples/sec", value = 128 }
+#     contender = { label = "...", text = "138 samples/sec", value = 138, qualifier = "~" }
+#     claimed_change = "+7.8%"                 # as printed (optional)
+#     claimed_ratio = 1.078                    # optional: contender / baseline where the source
+#     claimed_range = [0.98, 1.02]             #   gives no values ("about 15% slower"), or a
+#     ratio_basis = "how the ratio was read"   #   range ("within 2%"); say how it was read
+#     quote, note, scenario = { ... }          # optional; scenario fields override the file's
+#
+#     [claims.dsbench]                         # how dsbench would measure it ...
+#     benchmark = "train_step"                 # a benchmark name
+#     params = { model = "bert-large" }        # parameter pattern: value or list of values
+#     metric = "samples_per_s"                 # default: the benchmark's primary metric
+#     field = "value"                          # value | pct_of_peak | memory.<key>
+#     baseline = "0.18.3"                      # dsbench compare selectors
+#     contender = "0.18.4"
+#     run = ["dsbench run ..."]                # commands that produce the two runs (optional)
+#     modelled = { params = {...}, baseline_profile = "...", contender_profile = "..." }
+#     note = "..."
+#     # ... or why it cannot:
+#     not_measurable = "dsbench does not run 72-hour jobs"
+#
+#     [claims.dsbench.soak]                    # optional, with either: what dsbench soak shows
+#     show = "range"                           # value | range | verdict | steps | failures
+#     row = ["soak.device_reserved", "soak.memory"]  # the first of these rows a soak has
+#     params = { stage = 3 }                   # soak parameter pattern (optional)
+#     note = "..."
 _TOP = {"schema", "schema_version", "title", "title_en", "language", "source", "scenario",
         "note", "claims"}  # fmt: skip
 _SOURCE = {"file", "section", "article", "article_en", "url", "quote"}
