@@ -44,7 +44,7 @@ def _always(device: str) -> tuple[bool, str]:
     return True, ""
 
 
-def _distributed(device: str) -> tuple[bool, str]:
+def needs_distributed(device: str) -> tuple[bool, str]:
     import torch.distributed as dist
 
     if not dist.is_available():
@@ -194,7 +194,7 @@ register(
         name="native",
         target="dsbench.kernels.reference:allreduce",
         description="torch.distributed.all_reduce (NCCL / RCCL / gloo)",
-        check=_distributed,
+        check=needs_distributed,
     )
 )
 register(
@@ -203,7 +203,7 @@ register(
         name="native",
         target="dsbench.kernels.reference:reduce_scatter",
         description="torch.distributed.reduce_scatter_tensor (NCCL / RCCL / gloo)",
-        check=_distributed,
+        check=needs_distributed,
     )
 )
 register(
@@ -220,6 +220,6 @@ register(
         name="native",
         target="dsbench.kernels.reference:allgather",
         description="torch.distributed.all_gather_into_tensor (NCCL / RCCL / gloo)",
-        check=_distributed,
+        check=needs_distributed,
     )
 )

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import torch
 
-from dsbench.kernels.shm import _overlaps
+from dsbench.kernels.collective_common import overlaps
 
 SOURCE = Path(__file__).resolve().parent / "csrc" / "shm_sum.c"
 FLAGS = ("-O3", "-march=native", "-ffp-contract=off", "-shared", "-fPIC")
@@ -138,7 +138,7 @@ def sum_into(
     ``out``'s squares. One C pass where all are contiguous fp32 on the host and ``out`` is apart
     from every slot, else torch passes (the same bits)."""
     fn = _load()
-    apart = not any(_overlaps(out, s) for s in slots)
+    apart = not any(overlaps(out, s) for s in slots)
     plain = all(t.dtype == torch.float32 and t.is_contiguous() and t.device.type == "cpu"
                 and t.numel() == out.numel() for t in (out, *slots))  # fmt: skip
     if fn is not None and plain and apart:
