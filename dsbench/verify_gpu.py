@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from dsbench.kernels import reference, registry
-from dsbench.records import HIGHER, OK, UNSET, Row, value_or
+from dsbench.records import HIGHER, OK, UNSET, Row, Stats, value_or
 
 if TYPE_CHECKING:
     from dsbench.hardware import Profile
@@ -382,7 +382,7 @@ def check_rows(checks: list[Check]) -> list[Row]:
     value like every measurement (compare and publish read it): a passed check is 1."""
     from dsbench.stats import summarize
 
-    passed = summarize([1.0]).to_dict()
+    passed = Stats.of(summarize([1.0]))
     return [
         Row(
             id=f"verify.{c.op}[impl={c.impl},case={c.case}]",
