@@ -127,7 +127,7 @@ def test_one_group_on_two_cpu_ranks_names_what_each_engine_ran():
         timeout_s=600,
     )
     assert sorted(got) == [0, 1, 2]
-    rows = {(r["params"]["engine"], r["params"]["comm"]): r for r in got.values()}
+    rows = {(r.params["engine"], r.params["comm"]): r.to_json() for r in got.values()}
     for row in rows.values():
         assert row["status"] == "ok", row
         assert row["timing"]["rounds"] == 3
@@ -196,6 +196,7 @@ def test_one_gpu_trains_on_one_rank_and_skips_collectives_saying_why(monkeypatch
     runner.run_distributed(allreduce, cases, ONE_GPU, get_profile("cpu"), runner.TIMING["smoke"],
                            rows.append)  # fmt: skip
     assert spawned == [] and len(rows) == len(cases)
+    rows = [r.to_json() for r in rows]
     assert {r["reason"] for r in rows} == {
         "allreduce needs at least 2 ranks; 1 requested (1 GPU(s) visible, one rank per GPU)"
     }
@@ -217,6 +218,7 @@ def test_deepspeed_rows_skip_without_spawning_where_it_is_not_installed(monkeypa
     runner.run_distributed(TRAINING, cases, CPU, get_profile("cpu"), runner.TIMING["smoke"],
                            rows.append)  # fmt: skip
     assert spawned == [] and len(rows) == len(cases)
+    rows = [r.to_json() for r in rows]
     assert {r["status"] for r in rows} == {"skipped"}
     assert all(r["reason"].startswith("DeepSpeed is not installed; ") for r in rows)
     assert all("\n" not in r["reason"] for r in rows)
@@ -243,7 +245,7 @@ def test_one_cpu_rank_runs_training_and_offload_through_the_runner(monkeypatch):
         assert {c["ranks"] for c in cases} == {1} and len(cases) == 2
         runner.run_distributed(bench, cases, one, get_profile("cpu"), runner.TIMING["smoke"],
                                rows.append)  # fmt: skip
-    by = {(r["name"], r["params"]["engine"]): r for r in rows}
+    by = {(r.name, r.params["engine"]): r.to_json() for r in rows}
     assert len(by) == 4
     for (_, engine), row in by.items():
         if engine == "deepspeed" and deepspeed_version() is None:

@@ -173,9 +173,7 @@ class Comm:
             )
         if self._large("reduce_scatter", input):
             recv = self._recv_buffer(input)
-            return self._submit(
-                lambda: reduce_scatter_by_alltoall(output, input, self.group, recv)
-            )
+            return self._submit(lambda: reduce_scatter_by_alltoall(output, input, self.group, recv))
         return self._submit(lambda: self._reduce_scatter(output, input, group=self.group))
 
     def allgather(self, output: torch.Tensor, input: torch.Tensor) -> Handle:
