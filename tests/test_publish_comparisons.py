@@ -29,8 +29,19 @@ def test_comparisons_without_data_say_what_to_run(tmp_path):
         "<code>dsbench ab --baseline deepspeed=0.18.3 --contender deepspeed=0.18.4 --suite "
         "training</code>" in listing
     )
-    assert listing.count("— no data") == 4
-    assert listing.split("<ul", 1)[1].split("</ul>", 1)[0] in (out / "index.html").read_text()
+    assert listing.count("— no data") == 5  # the four axes and the kernels' one
+    assert "Kernel implementations vs torch</strong> — no data" in listing
+    # the index: a panel per axis, each saying once what to run, with the claims about it
+    index = (out / "index.html").read_text()
+    panels = re.findall(r'<section class="panel" id="panel-([^"]+)">(.*?)</section>', index, re.S)
+    assert [slug for slug, _ in panels] == [
+        "cuda-vs-rocm", "python-3.11-vs-3.12", "deepspeed-0.18.3-vs-0.18.4",
+        "engine-dsbench-vs-deepspeed", "kernels-vs-torch",
+    ]  # fmt: skip
+    for _, panel in panels:
+        assert panel.count("No data yet.") == 1 and panel.count("To get it, run") == 1
+        assert "<img" not in panel
+    assert index.count("No data yet.") == 5
 
 
 def _backend_runs(res: Path, launches: int) -> None:

@@ -37,6 +37,7 @@ def claims_page(site: Site) -> None:
         body.append(warn_list("Claim files skipped:", problems))
     body += stability_claims.claims_table(site, loaded)
     rows = claims.check(loaded, site.runs) if loaded else []
+    site.claim_checks = list(zip(loaded, rows, strict=True))
     if not rows:
         body.append(el("p", f"No claims to check: add claim files under {folder}.", cls="note"))
     body += _source_tables(rows)
@@ -82,12 +83,16 @@ def _source_tables(rows: list[ClaimCheck]) -> list[Any]:
     for r in rows:
         by_source.setdefault(str(r.source_text or r.title or "-"), []).append(r)
     body: list[Any] = []
+    anchors: set[str] = set()
     for source, entries in by_source.items():
         first = entries[0]
         title = first.title or source
         if first.title_en:
             title = f"{title} ({first.title_en})"
-        body += [el("h2", title), el("p", source, cls="note")]
+        anchor = "claims-" + results.slug(first.claim.split("/", 1)[0])
+        anchor = None if anchor in anchors else anchor  # a file's first section holds its id
+        anchors.add(anchor or "")
+        body += [el("h2", title, id=anchor), el("p", source, cls="note")]
         if first.scenario:
             body.append(details("scenario as the source states it", render_value(first.scenario)))
         body.append(table(

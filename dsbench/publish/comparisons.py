@@ -6,10 +6,12 @@ sides, the newest pair that ``dsbench ab`` measured together in alternating roun
 else :func:`dsbench.compare.pick_runs` picks the runs, and :func:`dsbench.compare.report` pairs
 the rows and gives each its verdict (better / worse / unchanged / inconclusive, from the 99%
 interval of the ratio), exactly as ``dsbench compare`` would, with the machine's noise figure
-when one exists. A parameter axis (``engine=deepspeed`` vs ``engine=dsbench``) compares two
-halves of one run: the run in the group that holds the most cases on both sides (a whole
-suite rather than a ``--filter``'ed part), the newest among equals. Noise calibrations (``dsbench
-noise``) are never a side; they only lend their noise figure.
+when one exists. A parameter axis (``engine=deepspeed`` vs ``engine=dsbench``, a kernel
+implementation vs torch's own: :func:`kernel_axes`) compares two halves of one run: the run in
+the group that holds the most cases on both sides (a whole suite rather than a ``--filter``'ed
+part), the newest among equals. Noise calibrations (``dsbench noise``) are never a side of a
+run-level axis, only lending their noise figure; for a parameter axis one is a run like any
+other (both halves measured in the same launches).
 
 A pairing whose rows are all inconclusive is not a finding: :func:`undecided` says so, with the
 reason most rows share and the command that would decide it (:attr:`Axis.decide`).
@@ -22,13 +24,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from dsbench import compare
+from dsbench import compare, results
 from dsbench.compare import is_asv
 from dsbench.errors import UsageError
+from dsbench.kernels.registry import DEFAULTS as REFERENCE_IMPLS
 from dsbench.publish import plots
 from dsbench.publish.comparison_charts import comparison_charts, ratio_figure
 from dsbench.publish.facts import finite, prose, run_title
-from dsbench.publish.html import Html, el, join, link, table
+from dsbench.publish.html import Html, breakable, el, join, link, table
 from dsbench.records import HIGHER
 from dsbench.results import Run
 
@@ -104,6 +107,45 @@ AXES = (
         "training",
     ),
 )
+
+
+KERNELS_SLUG = "kernels-vs-torch"
+KERNELS_HOW = (
+    "run `dsbench run --suite quick` (it times every kernel implementation that runs on the "
+    "machine beside torch's own; `--suite full` adds the others as skipped rows saying why)"
+)
+KERNELS_DECIDE = (
+    "`dsbench noise --suite {suite}` (it launches `dsbench run --suite {suite}` several times; "
+    "each launch measures both implementations)"
+)
+
+
+def kernel_axes(runs: Iterable[Run]) -> tuple[Axis, ...]:
+    """One parameter axis per kernel implementation the runs hold besides torch's own
+    (``impl=torch`` for kernels, ``impl=native``, torch.distributed's, for collectives: the
+    registry's reference of each op), e.g. ``impl=torch`` vs ``impl=triton``; one axis
+    without data when the runs hold none."""
+    found: dict[tuple[str, str], None] = {}
+    for run in runs:
+        for row in run.rows.values():
+            impl, ref = row.params.get("impl"), REFERENCE_IMPLS.get(row.name)
+            if impl is not None and ref is not None and str(impl) != ref:
+                found[(ref, str(impl))] = None
+    if not found:
+        return (Axis(KERNELS_SLUG, "Kernel implementations vs torch", "impl=torch",
+                     "impl=triton", KERNELS_HOW, KERNELS_DECIDE, "quick"),)  # fmt: skip
+    return tuple(
+        Axis(
+            f"impl-{results.slug(impl)}-vs-{results.slug(ref)}",
+            f"{impl} kernels vs torch" if ref == "torch" else f"{impl} vs torch.distributed",
+            f"impl={ref}",
+            f"impl={impl}",
+            KERNELS_HOW,
+            KERNELS_DECIDE,
+            "quick",
+        )
+        for ref, impl in sorted(found)
+    )
 
 
 @dataclass
@@ -193,7 +235,8 @@ def pair(
     b_sel = compare.Selector.parse(axis.baseline, keys)
     c_sel = compare.Selector.parse(axis.contender, keys)
     result.param = b_sel.param or c_sel.param
-    for key, members in groups(r for r in runs if not is_noise(r)).items():
+    sides = runs if result.param else [r for r in runs if not is_noise(r)]
+    for key, members in groups(sides).items():
         found = _pick(result.param, members, b_sel, c_sel, axis)
         if found is None:
             continue
@@ -242,7 +285,8 @@ def _pick(param: bool, members: list[Run], b_sel, c_sel, axis: Axis):
 
 
 def pair_all(runs: list[Run], factor: float = FACTOR) -> list[AxisResult]:
-    return [pair(axis, runs, factor) for axis in AXES]
+    """:data:`AXES` and the :func:`kernel_axes` of ``runs``, each paired."""
+    return [pair(axis, runs, factor) for axis in (*AXES, *kernel_axes(runs))]
 
 
 # --------------------------------------------------------------------------------------------
@@ -384,7 +428,7 @@ def comparison_table(p: Pairing) -> Html:
     for r in p.report.rows:
         arrow = " ↑" if r.direction == HIGHER else " ↓" if r.direction else ""
         row = [
-            el("span", labels[r.id], title=r.id),
+            el("span", breakable(labels[r.id]), title=r.id),
             f"{r.unit}{arrow}",
             finite(r.baseline),
             finite(r.contender),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -38,21 +39,34 @@ def join(parts: Iterable[Any], sep: str = "") -> Html:
     return Html(esc(sep).join(esc(p) for p in parts))
 
 
+VOID = frozenset({"br", "wbr", "hr", "img", "meta", "link", "input"})
+"""Elements without an end tag (a browser reads ``</br>`` as a second ``<br>``)."""
+
+
 def el(name: str, /, *children: Any, **attrs: Any) -> Html:
-    """``<name attrs>children</name>``; ``cls`` stands for ``class``; False/None attrs dropped."""
+    """``<name attrs>children</name>``; ``cls`` stands for ``class``; False/None attrs dropped;
+    an element of :data:`VOID` without children has no end tag."""
     parts = [name]
     for key, value in attrs.items():
         if value is None or value is False:
             continue
         key = "class" if key == "cls" else key.replace("_", "-")
         parts.append(key if value is True else f'{key}="{esc(value)}"')
+    if name in VOID and not children:
+        return Html(f"<{' '.join(parts)}>")
     return Html(f"<{' '.join(parts)}>{join(children)}</{name}>")
 
 
 def void(name: str, /, **attrs: Any) -> Html:
     """An element without content (``img``, ``meta``, ``link``)."""
-    inner = el(name, **attrs)
+    inner = el(name, "", **attrs)
     return Html(inner[: -len(f"</{name}>")])
+
+
+def breakable(text: Any) -> Html:
+    """Escaped text (a benchmark id) with a line-break opportunity after each ``[`` and ``,``:
+    a narrow column wraps a long id there instead of widening its table past the page."""
+    return Html(re.sub(r"([\[,])", r"\1<wbr>", esc(text)))
 
 
 def link(href: str, *children: Any) -> Html:
@@ -198,6 +212,24 @@ figure { margin: 10px 0 18px; }
 figure img { max-width: 100%; height: auto; border: 1px solid var(--line); }
 figcaption { color: var(--muted); font-size: 12px; }
 ul.plain { padding-left: 18px; }
+main { overflow-wrap: break-word; }
+.scroll { overflow-x: auto; max-width: 100%; }
+.scroll > table { margin-bottom: 2px; }
+p.csv { margin: 0 0 14px; font-size: 12px; }
+.panels { display: grid; grid-template-columns: repeat(auto-fill, minmax(420px, 1fr));
+          gap: 16px; margin: 10px 0 20px; }
+.panel { border: 1px solid var(--line); border-radius: 6px; padding: 2px 14px 8px;
+         background: #fbfcfd; min-width: 0; }
+.panel h3 { font-size: 16px; margin: 10px 0 6px; }
+.panel figure { margin: 6px 0 8px; }
+.panel ul.plain { margin: 4px 0; }
+p.counts { margin: 4px 0 6px; }
+.count { display: inline-block; border: 1px solid var(--line); border-radius: 4px;
+         padding: 1px 8px; margin: 0 4px 2px 0; background: var(--bg); }
+.count.better { background: var(--better); }
+.count.worse { background: var(--worse); }
+.count.inconclusive { background: var(--undecided); color: var(--muted); }
+.count b { font-size: 16px; }
 footer { color: var(--muted); font-size: 12px; padding: 0 24px 24px; }
 """
 

@@ -1,5 +1,6 @@
-"""The front pages: ``index.html`` (the runs grouped by machine, profile, backend, Python and
-DeepSpeed version, with headline numbers; the comparisons; links to the other pages and asv's)
+"""The front pages: ``index.html`` (a panel per comparison, :mod:`dsbench.publish.panels`; the
+runs grouped by machine, profile, backend, Python and DeepSpeed version, with headline numbers;
+links to the other pages and asv's)
 and ``comparisons.html`` (which comparisons have data, and what to run for the others)."""
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from dsbench import results
-from dsbench.publish import comparisons
+from dsbench.publish import comparisons, panels
 from dsbench.publish.comparisons import AxisResult
 from dsbench.publish.facts import backend_name, headlines, prose, status_counts, when
 from dsbench.publish.html import Html, el, join, link, table, warn_list
@@ -41,7 +42,18 @@ def index_page(site: Site, axes: list[AxisResult]) -> None:
     ]
     if site.skipped:
         body.append(warn_list(f"{len(site.skipped)} file(s) skipped:", site.skipped))
-    body += [el("h2", "Comparisons"), comparison_list(axes, 0)]
+    body += [
+        el("h2", "Comparisons"),
+        el(
+            "p",
+            "Each panel answers one question: the verdicts of its cases (from the 99% interval "
+            "of each contender/baseline ratio; ",
+            link("comparisons.html", "how"),
+            "), the decided ratios, the machine, and what published claims say.",
+            cls="note",
+        ),
+        panels.panels(site, axes),
+    ]
     body += [
         el("h2", "Runs"),
         el(

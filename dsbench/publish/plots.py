@@ -184,16 +184,25 @@ class RatioCase:
     verdict: str
 
 
-def ratio_chart(cases: Sequence[RatioCase], path: Path, *, factor: float, title: str = "") -> Path:
-    """A horizontal dot-and-whisker per case, sorted by ratio (largest on top), on a log axis:
-    the ratio as a dot in its verdict's colour, the 99% interval as a whisker, a hollow dot
-    labelled "no interval" where there is none; the band [1/factor, factor] shaded around 1.
-    9 inches wide (fits the page), 0.26 inch per case."""
+def ratio_chart(
+    cases: Sequence[RatioCase],
+    path: Path,
+    *,
+    factor: float,
+    title: str = "",
+    width: float = 9.0,
+    legend: bool = True,
+) -> Path:
+    """A horizontal dot-and-whisker per case (a forest plot), sorted by ratio (largest on top),
+    on a log axis: the ratio as a dot in its verdict's colour, the 99% interval as a whisker, a
+    hollow dot labelled "no interval" where there is none; the band [1/factor, factor] shaded
+    around 1. ``width`` inches wide (9 fits the page; an index panel's is smaller), 0.26 inch
+    per case; ``legend=False`` leaves the colours to the caption."""
     shown = sorted(
         (c for c in cases if math.isfinite(c.ratio) and c.ratio > 0), key=lambda c: -c.ratio
     )
     n = len(shown)
-    fig = Figure(figsize=(9, max(2.0, 0.26 * n + 1.3)))
+    fig = Figure(figsize=(width, max(2.0, 0.26 * n + 1.3)))
     ax = fig.add_subplot()
     ax.set_xscale("log")
     ax.axvspan(1 / factor, factor, color="#e8eaf0", zorder=0, label=f"within x{factor:g}")
@@ -215,7 +224,7 @@ def ratio_chart(cases: Sequence[RatioCase], path: Path, *, factor: float, title:
     lo, hi = min(bounds), max(bounds)
     span = (hi / lo) ** 0.08  # room for the "no interval" notes and the whisker caps
     ax.set_xlim(lo / span, hi * span * (1.6 if any(c.low is None for c in shown) else 1))
-    ax.set_yticks(range(n), [text(c.label, 72) for c in shown], fontsize=8)
+    ax.set_yticks(range(n), [text(c.label, int(8 * width)) for c in shown], fontsize=8)
     ax.set_ylim(n - 0.5, -0.5)
     ax.set_xlabel("contender / baseline (log scale)")
     ax.xaxis.set_major_formatter("{x:.3g}")
@@ -224,6 +233,8 @@ def ratio_chart(cases: Sequence[RatioCase], path: Path, *, factor: float, title:
     if title:
         ax.set_title(text(title, 100), fontsize=10)
     ax.grid(axis="x", which="both", alpha=0.25)
+    if not legend:
+        return _save(fig, path)
     handles = [
         ax.plot([], [], "o", color=VERDICT_COLORS[v], label=v)[0]
         for v in VERDICT_COLORS

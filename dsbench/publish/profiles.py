@@ -1,15 +1,17 @@
-"""The hardware-profile pages: the cross-profile table (modelled floors beside measured values,
-from :mod:`dsbench.publish.modelled`) and a roofline page per profile with the measured kernels."""
+"""The hardware-profile pages: benchmark families × profiles (modelled floors beside measured
+values, from :mod:`dsbench.publish.modelled`; every case in ``cross-profile.csv``) and a roofline
+page per profile with the measured kernels."""
 
 from __future__ import annotations
 
+import re
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from dsbench import hardware, results
 from dsbench.publish import modelled, plots
 from dsbench.publish.facts import finite, share_html
-from dsbench.publish.html import Html, el, join, link, num, table
+from dsbench.publish.html import Html, breakable, el, join, link, num, table
 
 if TYPE_CHECKING:
     from dsbench.publish.site import Site
@@ -33,23 +35,26 @@ def profiles_page(site: Site) -> None:
         ),
     ]
     df = modelled.cross_profile_table(site.runs)
-    body.append(el("h2", "Cross-profile table"))
-    body.append(
+    df.to_csv(site.root / "cross-profile.csv")
+    body += [
+        el("h2", "Modelled floors and measured values"),
         el(
             "p",
-            "Italic numbers are ",
+            "One row per benchmark family and metric, one column per profile: italic numbers are ",
             el("em", "modelled"),
-            " (a floor from "
-            "counted FLOPs and bytes and the profile's datasheet figures, α-β for "
-            "collectives), never measured. Measured values and efficiency appear "
-            "only where a result from that hardware exists. All columns: ",
+            " (a floor from counted FLOPs and bytes and the profile's datasheet figures, α-β "
+            "for collectives), never measured; a range spans the family's cases, and the line "
+            "under it names what limits them. Measured values and efficiency appear only where "
+            "a result from that hardware exists. Every case and column: ",
             link("cross-profile.csv", "cross-profile.csv"),
             ".",
             cls="note",
-        )
-    )
-    df.to_csv(site.root / "cross-profile.csv")
-    body.append(cross_table_html(df))
+        ),
+        matrix_html(df),
+    ]
+    measured = measured_rows(df)
+    if len(measured):
+        body += [el("h3", "Measured cases"), cross_table_html(measured)]
     notes = df.attrs.get("assumptions") or []
     if notes:
         body += [el("h3", "Modelling assumptions"), el("ul", *(el("li", n) for n in notes))]
@@ -159,6 +164,59 @@ def _points_table(points: list[dict]) -> Html:
     )
 
 
+def _profiles_of(df) -> list[str]:
+    return [p for p in dict.fromkeys(df.columns.get_level_values(0))
+            if p not in ("case", "counted work")]  # fmt: skip
+
+
+def measured_rows(df):
+    """The cases measured on at least one of the table's profiles."""
+    cols = [(p, "measured value") for p in _profiles_of(df)]
+    return df[df[cols].notna().any(axis=1)] if cols else df.iloc[:0]
+
+
+def _span(values) -> str:
+    """``412`` or ``412 – 1555`` (the smallest and largest of the finite values)."""
+    vals = [v for v in (finite(x) for x in values) if v is not None]
+    if not vals:
+        return "-"
+    lo, hi = min(vals), max(vals)
+    return num(lo) if num(lo) == num(hi) else f"{num(lo)} – {num(hi)}"
+
+
+def matrix_html(df) -> Html:
+    """Benchmark families (benchmark, metric, unit) × profiles: per cell the range of the
+    modelled floors over the family's cases and what limits them, and where measured, the
+    measured values and their efficiency; families nothing models or measures in one line."""
+    profiles = _profiles_of(df)
+    head = ["family", "metric", "unit", "cases", *profiles]
+    rows, bare = [], []
+    keys = [("case", "benchmark"), ("case", "metric"), ("case", "unit")]
+    for (bench, metric, unit), g in df.groupby(keys, sort=False):
+        floors = {p: g[(p, "modelled floor value")] for p in profiles}
+        seen = {p: g[(p, "measured value")].dropna() for p in profiles}
+        if all(_span(f) == "-" for f in floors.values()) and not any(map(len, seen.values())):
+            bare.append(str(bench))
+            continue
+        cells: list[Any] = [el("strong", bench), metric, unit, len(g)]
+        for p in profiles:
+            limits = ", ".join(sorted({re.sub(r"compute \((\w+)\)", r"\1", str(x))
+                                       for x in g[(p, "modelled limit")].dropna()}))  # fmt: skip
+            parts: list[Any] = [el("span", _span(floors[p]), cls="modelled"), el("br"),
+                                el("span", limits, cls="muted")]  # fmt: skip
+            if len(seen[p]):
+                eff = g[(p, "measured efficiency")].dropna() * 100
+                parts += [el("br"), f"measured {_span(seen[p])} ({len(seen[p])}), ",
+                          f"{_span(eff)}%"]  # fmt: skip
+            cells.append(join(parts))
+        rows.append(cells)
+    out = [table(head, rows, cls="matrix")]
+    if bare:
+        out.append(el("p", "Not modelled, not measured on these profiles: ",
+                      ", ".join(dict.fromkeys(bare)), ".", cls="note"))  # fmt: skip
+    return join(out)
+
+
 def cross_table_html(df) -> Html:
     """The cross-profile DataFrame as a readable table: per profile the modelled floor (italic,
     its basis as a tooltip), the measured value and the efficiency; case columns first."""
@@ -182,7 +240,7 @@ def cross_table_html(df) -> Html:
     )
     body = []
     for cid, row in df.iterrows():
-        cells = [el("td", cid), el("td", row[("case", "unit")])]
+        cells = [el("td", breakable(cid)), el("td", row[("case", "unit")])]
         for p in profiles:
             floor = finite(row[(p, "modelled floor value")])
             basis = row[(p, "modelled basis")]

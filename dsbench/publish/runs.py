@@ -23,6 +23,7 @@ from dsbench.publish.facts import (
 )
 from dsbench.publish.html import (
     Html,
+    breakable,
     details,
     el,
     join,
@@ -220,7 +221,7 @@ def rows_table(run: Run) -> Html:
             )
         rows.append(
             [
-                row.id,
+                breakable(row.id),
                 row.status,
                 row.metric or "-",
                 finite(row.value),

@@ -38,15 +38,27 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsbench import asv_results, results
 from dsbench.errors import UsageError
-from dsbench.publish import claims_page, comparisons, index, manifest, profiles, stability
+from dsbench.publish import (
+    claims_page,
+    comparisons,
+    index,
+    manifest,
+    profiles,
+    stability,
+    tables,
+)
 from dsbench.publish import runs as run_pages
 from dsbench.publish.comparisons import AxisResult
 from dsbench.publish.html import CSS, Html, el, page, void
 from dsbench.results import Run
+
+if TYPE_CHECKING:
+    from dsbench.publish.claims import Claim
+    from dsbench.records import ClaimCheck
 
 MARKER = ".dsbench-site"
 """File at the root of every site ``dsbench publish`` writes; only such a folder is replaced."""
@@ -138,8 +150,12 @@ class Site:
         self.generated = datetime.now(UTC).isoformat(timespec="seconds")
         self.pages = 0
         self.images = 0
+        self.csvs = 0
         self.run_pages = self._name_run_pages(runs)
         self.asv_copied = False
+        self.claim_checks: list[tuple[Claim, ClaimCheck]] = []
+        """Each claim beside its check (:func:`dsbench.publish.claims.check`), once the claims
+        page is written: the index's panels show them."""
         self.purposes = manifest.load(results_root, warn)
         """Each reference run's purpose from the results folder's manifest, by file."""
         listed = set(self.purposes) - {manifest.key(r.path, results_root) for r in runs}
@@ -173,6 +189,8 @@ class Site:
     def write(self, rel: str, title: Any, body: Any) -> None:
         path = self.root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
+        body, csvs = tables.finish(body, path)
+        self.csvs += csvs
         text = page(title, body, depth=rel.count("/"), generated=self.generated)
         path.write_text(text, encoding="utf-8")
         self.pages += 1

@@ -1,0 +1,173 @@
+"""The index's panels: one card per comparison (:mod:`dsbench.publish.comparisons`) that
+answers its question at a glance: the verdict counts, a small forest plot of the decided ratios
+with their 99% intervals, the machine, the published claims about the same question with their
+verdicts, and a link to the detail page; for a comparison without data, what to run, once."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from dsbench import compare, hardware, results
+from dsbench.publish import comparisons, plots
+from dsbench.publish.comparisons import AxisResult
+from dsbench.publish.facts import finite, prose
+from dsbench.publish.html import Html, el, join, link
+from dsbench.records import HIGHER, LOWER, ClaimCheck
+
+if TYPE_CHECKING:
+    from dsbench.publish.claims import Claim
+    from dsbench.publish.site import Site
+
+VERDICTS = ("better", "worse", "unchanged", "inconclusive")
+DECIDED = ("better", "worse", "unchanged")
+MAX_CASES = 16
+"""Rows of a panel's forest plot: the decided cases with the largest changes."""
+MAX_CLAIMS = 4
+"""Claims listed on a panel; the claims page has them all."""
+TOPIC_WORDS = {
+    "backend": ("CUDA", "ROCm", "NCCL", "RCCL"),
+    "python": ("Python",),
+    "deepspeed": ("DeepSpeed", "v0.18"),
+}
+"""Words in a claim's side labels that put it on a panel (the article's labels name what
+changed even where its dsbench selectors compare one thing at a time)."""
+
+
+def topic(selector: str) -> str:
+    """The run field or parameter an axis selector varies (``python=3.11`` -> ``python``)."""
+    return selector.partition("=")[0]
+
+
+def claim_topics(claim: Claim) -> set[str]:
+    """The axes' topics (:func:`topic`) a claim speaks to: the keys of its dsbench selectors
+    (a bare version is DeepSpeed's; two profiles of different backends are CUDA vs ROCm), and
+    the topics its side labels name."""
+    m, found = claim.dsbench, set()
+    sels = [s for s in (m.baseline, m.contender) if s]
+    for sel in sels:
+        key, sep, _ = sel.partition("=")
+        found.add(key if sep else "deepspeed" if sel[:1].isdigit() else "label")
+    if all(topic(s) == "profile" for s in sels) and len(sels) == 2:
+        profiles = hardware.load_profiles()
+        backends = {getattr(profiles.get(s.partition("=")[2]), "backend", None) for s in sels}
+        if len(backends) == 2:
+            found.add("backend")
+    labels = f"{claim.baseline.label} {claim.contender.label}"
+    found |= {t for t, words in TOPIC_WORDS.items() if any(w in labels for w in words)}
+    return found
+
+
+def panels(site: Site, axes: list[AxisResult]) -> Html:
+    """The grid of panels, one per axis."""
+    checked = site.claim_checks
+    cards = []
+    for r in axes:
+        own = [(c, row) for c, row in checked if topic(r.axis.baseline) in claim_topics(c)]
+        cards.append(panel(site, r, own))
+    return el("div", *cards, cls="panels")
+
+
+def panel(site: Site, result: AxisResult, claims: list[tuple[Claim, ClaimCheck]]) -> Html:
+    a = result.axis
+    href = f"compare/{a.slug}.html"
+    head = link(href, a.title) if result.has_data else a.title
+    parts: list[Any] = [el("h3", head)]
+    if not result.has_data:
+        parts += [
+            el("p", el("strong", "No data yet."), " To get it, ", prose(a.how), ".", cls="note"),
+        ]
+    else:
+        counts: Counter[str] = Counter()
+        for p in result.pairings:
+            counts.update({v: p.report.counts[v] for v in VERDICTS})
+        parts.append(counts_badges(counts))
+        parts.append(el("p", "Machine: ", machines(result), cls="note"))
+        if (chart := headline_figure(site, result)) is not None:
+            parts.append(chart)
+        parts.append(el("ul", *(el("li", el("strong", p.group), ": ",
+                                       comparisons.finding(a, p)) for p in result.pairings),
+                        cls="plain"))  # fmt: skip
+        parts.append(el("p", link(href, "Every case, the charts and the runs →")))
+    parts.append(claims_block(claims))
+    return el("section", *parts, cls="panel", id=f"panel-{a.slug}")
+
+
+def counts_badges(counts: Counter[str]) -> Html:
+    """``3 better · 0 worse · 5 unchanged · 12 inconclusive`` as coloured badges."""
+    return el("p", *(el("span", el("b", str(counts[v])), f" {v}", cls=f"count {v}")
+                     for v in VERDICTS), cls="counts")  # fmt: skip
+
+
+def machines(result: AxisResult) -> str:
+    """The machines of the compared runs, each with its device (or CPU)."""
+    seen: dict[str, str] = {}
+    for p in result.pairings:
+        for run in (p.baseline.run, p.contender.run):
+            f = run.fields
+            seen.setdefault(run.machine, str(f.get("device") or f.get("cpu") or "-"))
+    return "; ".join(f"{m} ({d})" for m, d in seen.items())
+
+
+def headline_figure(site: Site, result: AxisResult) -> Html | None:
+    """A forest plot of the decided cases' ratios with their 99% intervals (the largest
+    changes when there are many), or None when nothing is decided."""
+    rows: list[tuple[str, compare.ComparedRow]] = [
+        (p.group, r)
+        for p in result.pairings
+        for r in p.report.rows
+        if r.change in DECIDED and finite(r.ratio) and r.ratio > 0
+    ]
+    if not rows:
+        return None
+    rows.sort(key=lambda gr: -abs(math.log(gr[1].ratio)))
+    shown = rows[:MAX_CASES]
+    labels = plots.case_labels([r.id for _, r in shown])
+    several = len({g for g, _ in shown}) > 1
+    arrow = {HIGHER: " ↑", LOWER: " ↓"}
+    cases = [
+        plots.RatioCase(
+            f"{g.split(' ', 1)[0]}: {lab}" if several else lab + arrow.get(str(r.direction), ""),
+            r.ratio,
+            r.low,
+            r.high,
+            r.change,
+        )
+        for lab, (g, r) in zip(labels, shown, strict=True)
+    ]
+    more = f" The {len(shown)} largest changes of {len(rows)}." if len(rows) > len(shown) else ""
+    return site.figure(
+        partial(plots.ratio_chart, cases, factor=comparisons.FACTOR, width=5.5, legend=False),
+        depth=0,
+        alt=f"{result.axis.title}: decided ratios with their 99% intervals",
+        caption=f"Decided cases: contender / baseline with its 99% interval; shaded: within "
+        f"×{comparisons.FACTOR:g} (unchanged). Green better, red worse, dark unchanged.{more}",
+    )
+
+
+def claims_block(claims: list[tuple[Claim, ClaimCheck]]) -> Html:
+    """The published claims about this question with their verdicts, a few listed, and a link
+    to their section of the claims page."""
+    if not claims:
+        return el("p", "No published claim about this comparison.", cls="note")
+    decisions = Counter(str(row.decision or "-") for _, row in claims)
+    said = ", ".join(f"{n} {d}" for d, n in decisions.most_common())
+    items = []
+    for claim, row in claims[:MAX_CLAIMS]:
+        claimed = (row.claimed or {}).get("text") or claim.claimed_change
+        items.append(el("li", claim.label_en or claim.label, ": ", claimed, " — ",
+                        el("span", str(row.decision or "-"), cls="tag")))  # fmt: skip
+    anchor = claims_anchor(claims[0][0])
+    more = f" (and {len(claims) - MAX_CLAIMS} more)" if len(claims) > MAX_CLAIMS else ""
+    return join([
+        el("p", el("strong", f"Published claims ({len(claims)}): "), said, cls="claims"),
+        el("ul", *items, cls="plain claims"),
+        el("p", link(f"claims.html#{anchor}", f"The claims beside the measurements{more} →")),
+    ])  # fmt: skip
+
+
+def claims_anchor(claim: Claim) -> str:
+    """The id of a claim file's section on the claims page."""
+    return "claims-" + results.slug(claim.id.split("/", 1)[0])
