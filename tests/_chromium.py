@@ -47,6 +47,12 @@ class PageReport:
     text: str = ""
     """``document.body.innerText``."""
     scripts: int = 0
+    scroll_width: int = 0
+    """``document.documentElement.scrollWidth`` at a 1400 px wide viewport: above 1400 the
+    page scrolls sideways."""
+    panels: list[dict] = field(default_factory=list)
+    """``{"title", "counts", "images"}`` per index panel (``section.panel``): its heading, its
+    verdict-count badges as shown (``"3 better"``) and how many charts it holds."""
     screenshot: Path | None = None
 
 
@@ -152,6 +158,12 @@ PAGE_FACTS = """(() => ({
   images: Array.from(document.images).map(i => ({src: i.getAttribute("src"),
                                                   complete: i.complete, width: i.naturalWidth})),
   text: document.body ? document.body.innerText : "",
+  scrollWidth: document.documentElement.scrollWidth,
+  panels: Array.from(document.querySelectorAll("section.panel")).map(p => ({
+    title: (p.querySelector("h3") || {}).innerText || "",
+    counts: Array.from(p.querySelectorAll(".count")).map(c => c.innerText),
+    images: p.querySelectorAll("img").length,
+  })),
 }))()"""
 
 
@@ -206,6 +218,8 @@ def open_page(exe: str, path: Path, screenshot: Path, work_dir: Path) -> PageRep
         facts["images"],
         text=facts["text"],
         scripts=facts["scripts"],
+        scroll_width=facts["scrollWidth"],
+        panels=facts["panels"],
         screenshot=screenshot,
     )
     for event in browser.events:

@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,8 @@ from tests._soak_files import soak_results, write_soak
 from tests.conftest import FIXTURE_RESULTS, REPO, SHIPPED_CLAIMS, make_doc, make_row, write_json
 
 HOSTILE = "<script>alert(1)</script>"
+SHOTS = Path(tempfile.gettempdir()) / "shots"
+"""Where the browser test also copies its screenshots, for a person to look at."""
 LINK = re.compile(r'\b(?:href|src)="([^"]*)"')
 
 
@@ -219,6 +222,46 @@ def test_profiles_roofline_and_claims_pages(fixture_site):
     assert "Not available yet" not in claims, "claims page not built"
 
 
+SITE_PAGES = (25, 45)
+"""Pages the fixture site may have (32 when written: 13 runs, 4 comparisons, the lists, 9
+rooflines); more means a page per something that should be a row."""
+SITE_BYTES = (1_500_000, 6_000_000)
+"""Its size in bytes, every file (3.3 MB when written: two thirds PNG charts, 0.6 MB HTML,
+0.5 MB CSV)."""
+
+
+def test_the_fixture_site_stays_within_its_size(fixture_site):
+    """The site's page count and total size are within stated bounds (printed, to watch)."""
+    out = fixture_site.out
+    files = [p for p in out.rglob("*") if p.is_file()]
+    by_kind: dict[str, list[int]] = {}
+    for f in files:
+        by_kind.setdefault(f.suffix or f.name, []).append(f.stat().st_size)
+    pages, total = len(_pages(out)), sum(map(sum, by_kind.values()))
+    kinds = ", ".join(f"{len(v)} {k} {sum(v) / 1e6:.2f} MB" for k, v in sorted(by_kind.items()))
+    print(f"fixture site: {pages} pages, {total / 1e6:.2f} MB in {len(files)} files ({kinds})")
+    assert SITE_PAGES[0] <= pages <= SITE_PAGES[1]
+    assert SITE_BYTES[0] <= total <= SITE_BYTES[1]
+
+
+def test_every_table_has_its_csv(fixture_site):
+    """Each top-level table of a page sits in a sideways-scrolling box with a "CSV" link to
+    its cells, written beside the page by pandas."""
+    import pandas as pd
+
+    out = fixture_site.out
+    for page in _pages(out):
+        text = page.read_text()
+        links = re.findall(r'<p class="csv"><a href="([^"]+)" download>CSV</a></p>', text)
+        assert text.count('<div class="scroll"><table') == len(links), page
+        for name in links:
+            df = pd.read_csv(page.parent / name, dtype=str, keep_default_na=False)
+            assert len(df) >= 1 or len(df.columns) >= 1, name
+    profiles = pd.read_csv(out / "profiles-table-1.csv")
+    assert list(profiles.columns[:4]) == ["family", "metric", "unit", "cases"]
+    assert "gemm" in set(profiles["family"])
+
+
 # ---------------------------------------------------------------------------- hostile input
 
 
@@ -380,6 +423,7 @@ def soak_site(tmp_path_factory):
     [
         ("fixture", "index.html"),
         ("fixture", "compare/engine-dsbench-vs-deepspeed.html"),
+        ("fixture", "profiles.html"),
         ("fixture", "roofline/cpu.html"),
         ("fixture", "claims.html"),  # the seed articles' Chinese titles (fonts-noto-cjk)
         ("fixture", "stability.html"),
@@ -398,8 +442,13 @@ def test_pages_in_headless_chromium(
     out = {"fixture": fixture_site.out, "hostile": hostile_site[1], "soak": soak_site[1]}[which]
     shot = tmp_path / f"{which}-{page.replace('/', '-')}.png"
     report = open_page(chromium, out / page, shot, tmp_path)
-    print(f"screenshot: {shot}")
+    SHOTS.mkdir(parents=True, exist_ok=True)  # for a person to look at
+    shutil.copy(shot, SHOTS / shot.name)
+    print(f"screenshot: {shot} (and {SHOTS / shot.name}); scrollWidth {report.scroll_width}")
     assert report.errors == []
+    assert report.scroll_width <= 1400, "the page scrolls sideways at 1400 px"
+    if page == "index.html":
+        _check_panels(report, fixture_site.results if which == "fixture" else hostile_site[0])
     assert report.external == []
     assert report.scripts == 0
     if "No soak results yet" not in report.text:  # a stability page without soaks: no table
@@ -414,6 +463,20 @@ def test_pages_in_headless_chromium(
     if which == "hostile":
         assert HOSTILE in report.text  # shown as text, not run
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+
+
+def _check_panels(report, res: Path) -> None:
+    """The index shows a panel per comparison: one with data shows its verdict counts (those
+    of dsbench compare's reports, summed over the axis's groups), one without data none."""
+    axes = comparisons.pair_all(asv_results.load_all_runs(res))
+    assert [p["title"] for p in report.panels] == [r.axis.title for r in axes]
+    for shown, r in zip(report.panels, axes, strict=True):
+        verdicts = ("better", "worse", "unchanged", "inconclusive")
+        sums = {v: sum(p.report.counts[v] for p in r.pairings) for v in verdicts}
+        assert shown["counts"] == ([f"{sums[v]} {v}" for v in verdicts] if r.has_data else [])
+        decided = any(sums[v] for v in verdicts[:3])
+        assert shown["images"] == (1 if decided else 0), shown  # the forest plot
+    assert "No data yet." in report.text
 
 
 def test_training_run_page_shows_the_step_phases_against_the_floor(tmp_path):

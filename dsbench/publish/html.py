@@ -217,7 +217,7 @@ main { overflow-wrap: break-word; }
 .scroll > table { margin-bottom: 2px; }
 p.csv { margin: 0 0 14px; font-size: 12px; }
 .panels { display: grid; grid-template-columns: repeat(auto-fill, minmax(420px, 1fr));
-          gap: 16px; margin: 10px 0 20px; }
+          align-items: start; gap: 16px; margin: 10px 0 20px; }
 .panel { border: 1px solid var(--line); border-radius: 6px; padding: 2px 14px 8px;
          background: #fbfcfd; min-width: 0; }
 .panel h3 { font-size: 16px; margin: 10px 0 6px; }

@@ -2,18 +2,23 @@
 
 Pages (all relative links; no CDN, no web fonts, no scripts; charts are PNG files in ``img/``)::
 
-    index.html              runs by machine, profile, backend, Python and DeepSpeed version,
-                            with headline numbers; the comparisons; asv's own pages
+    index.html              a panel per comparison (verdict counts, the decided ratios, the
+                            machine, the claims about it); runs by machine, profile, backend,
+                            Python and DeepSpeed version, with headline numbers; asv's pages
     comparisons.html        which comparisons have data, and what to run for the others
     compare/<axis>.html     table (dsbench.compare), grouped bars with 99% CI, % of peak, history
     runs/<run>.html         one run: every row, the full environment, the hardware profile
     history.html            each benchmark across the runs of a machine and suite
-    profiles.html           cross-profile table: modelled floors beside measured values
+    profiles.html           benchmark families x profiles: modelled floors beside measured
+                            values (every case in cross-profile.csv)
     roofline/<profile>.html the profile's roofline with the measured kernels on it
     stability.html          each soak: memory and step time per rank, drift, faults, losses
     claims.html             published claims beside what dsbench measured or modelled; the
                             stability claims beside the soaks
     asv/                    ``asv publish`` output, copied when the results folder has it
+
+Every table sits in a box that scrolls sideways (no page is wider than the window) with a CSV
+of its cells beside the page (:mod:`dsbench.publish.tables`).
 
 The site is built in a temporary folder next to ``--out`` and moved into place at the end, so a
 failed build leaves the previous site as it was. ``--out`` must be new, empty, or a site made
