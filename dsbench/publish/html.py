@@ -185,7 +185,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: now
 table.kv th { background: var(--head); font-weight: 600; white-space: nowrap; }
 table.inner { margin: 0; font-size: 12px; }
 table.verdicts td:first-child { overflow-wrap: anywhere; min-width: 12em; }
-table.verdicts td { overflow-wrap: anywhere; }
+table.verdicts td { overflow-wrap: break-word; }
 tr.better td { background: var(--better); }
 tr.worse td { background: var(--worse); }
 tr.inconclusive td { background: var(--undecided); color: var(--muted); }
