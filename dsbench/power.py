@@ -184,6 +184,11 @@ def main(argv: list[str] | None = None) -> int:
         metavar="MAX_TIME",
         help="each A/B adds rounds until decided, up to --rounds a side or MAX_TIME (e.g. 20m)",
     )
+    p.add_argument(
+        "--blocks",
+        action="store_true",
+        help="each A/B in block rounds (dsbench ab --blocks): both sides resident, in turns",
+    )
     args = p.parse_args(argv)
     try:
         fractions = [float(x) for x in args.slowdowns.split(",")]
@@ -199,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.until_decided:
         extra = ["--until-decided", "--max-time", args.until_decided,
                  "--max-rounds", str(args.rounds)]  # fmt: skip
+    if args.blocks:
+        extra.append("--blocks")
     case = TARGETS[args.target][2]
     for frac in fractions:
         for row in measure(repo, frac, args.rounds, args.out / branch(frac), *extra, case=case):

@@ -188,7 +188,7 @@ def status_row(bench: Benchmark, params: dict, status: str, message: str) -> Row
     )
 
 
-def _error_text(exc: BaseException) -> str:
+def error_text(exc: BaseException) -> str:
     return traceback.format_exception_only(type(exc), exc)[-1].strip()
 
 
@@ -229,7 +229,7 @@ def run_case(
     except Skip as exc:
         return status_row(bench, params, "skipped", str(exc))
     except Exception as exc:
-        return status_row(bench, params, "failed", _error_text(exc))
+        return status_row(bench, params, "failed", error_text(exc))
     finally:
         case = None
         if ctx.gpu:
@@ -254,7 +254,7 @@ def _setup_everywhere(
         if problem is None
         else (
             "skipped" if isinstance(problem, Skip) else "failed",
-            str(problem) if isinstance(problem, Skip) else _error_text(problem),
+            str(problem) if isinstance(problem, Skip) else error_text(problem),
         ),
     )
     bad = [(r, p) for r, p in enumerate(problems) if p is not None]
@@ -540,7 +540,7 @@ def run_suite(
                 parts[i].append(m)
                 cases[i] = Case(fn=_released, work=case.work, notes=case.notes)
             except Exception as exc:
-                ceiling_rows[i] = status_row(bench, params, "failed", _error_text(exc))
+                ceiling_rows[i] = status_row(bench, params, "failed", error_text(exc))
             finally:
                 case = None
                 release_freed(ctx.device)

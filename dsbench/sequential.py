@@ -118,6 +118,25 @@ def rounds_to_decide(
     return None
 
 
+def paired_rounds_to_decide(
+    logs: Sequence[float], *, factor: float = 1.05, level: float = 0.99, limit: int = 200
+) -> int | None:
+    """As :func:`rounds_to_decide`, for block rounds: the fewest rounds whose paired
+    t-interval (the spread s of the rounds' log ratios, k - 1 degrees of freedom, half-width
+    t * s / sqrt(k)) fits beyond ``factor`` or within it ([Note: paired blocks])."""
+    d = np.asarray(logs, float)
+    if len(d) < 2:
+        return None
+    s = float(np.std(d, ddof=1))
+    margin = abs(abs(float(d.mean())) - math.log(factor))
+    if s == 0 or margin < 1e-3:
+        return None
+    for k in range(2, limit + 1):
+        if _sp.stdtrit(k - 1, 1 - (1 - level) / 2) * s / math.sqrt(k) < margin:
+            return k
+    return None
+
+
 def repetitions(
     sides: Sequence[Sequence[Sequence[float]]],
     launch_s: float,

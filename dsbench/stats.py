@@ -275,7 +275,11 @@ def judge(
         lo, hi = min(lo, float(q_lo)), max(hi, float(q_hi))
         method += "+bootstrap"
     method = ", ".join([f"{method} {shape}", *parts])
-    low, high = float(np.exp(lo)), float(np.exp(hi))
+    return _verdict(ratio, float(np.exp(lo)), float(np.exp(hi)), factor, direction, method)
+
+
+def _verdict(ratio, low, high, factor, direction, method) -> Verdict:
+    """better / worse beyond ``factor``, unchanged within it, else inconclusive."""
     if low > factor or high < 1 / factor:
         up = low > factor
         change = "better" if up == (direction == HIGHER) else "worse"
@@ -286,6 +290,77 @@ def judge(
         change="inconclusive", ratio=ratio, low=low, high=high, method=method,
         why=f"spread too wide: the interval reaches across x{factor:g}",
     )  # fmt: skip
+
+
+# [Note: paired blocks]
+# In block rounds (`dsbench ab --blocks`, [Note: sides in turns]) both sides are resident in
+# one round and time a case in alternating blocks a few tens of milliseconds long, so each
+# block of the contender has a baseline block beside it, run within a second under the same
+# load. A round's evidence is then the median over its block pairs of log(contender block
+# median / baseline block median): the load the two blocks of a pair shared cancels, which the
+# launches of separate rounds, tens of seconds apart, cannot do. The unit of evidence stays the
+# round (a fresh pair of processes, so placement and start-up effects are in its spread): the
+# ratio is exp(mean of the rounds' log ratios) and its interval Student's t on them with
+# rounds - 1 degrees of freedom, joined (as in judge) with the bootstrap over rounds from
+# BOOTSTRAP_MIN_ROUNDS rounds on.
+
+
+def paired_logs(
+    base: Sequence[Sequence[Sequence[float]]], cont: Sequence[Sequence[Sequence[float]]]
+) -> tuple[np.ndarray, int]:
+    """Per round, the median over its block pairs of the log ratio of the blocks' medians
+    (see the note above), from each side's rounds given as their blocks' samples; and the
+    fewest block pairs a round had. Rounds or blocks one side lacks are left out."""
+    logs, pairs = [], []
+    for b_blocks, c_blocks in zip(base, cont, strict=False):
+        d = [
+            float(np.log(np.median(c)) - np.log(np.median(b)))
+            for b, c in zip(b_blocks, c_blocks, strict=False)
+            if len(b) and len(c) and min(np.min(b), np.min(c)) > 0
+        ]
+        if d:
+            logs.append(float(np.median(d)))
+            pairs.append(len(d))
+    return np.asarray(logs), min(pairs, default=0)
+
+
+def judge_paired(
+    base: Sequence[Sequence[Sequence[float]]],
+    cont: Sequence[Sequence[Sequence[float]]],
+    *,
+    direction: str,
+    factor: float = 1.05,
+    level: float = 0.99,
+    seed: int = 0,
+) -> Verdict:
+    """Verdict from block rounds: each side's rounds given as lists of its blocks' samples,
+    block j of a round paired with block j of the other side's same round (see the note
+    above)."""
+    if direction not in DIRECTIONS:
+        raise ValueError(f"direction must be 'higher' or 'lower', got {direction!r}")
+    d, pairs = paired_logs(base, cont)
+    if not len(d):
+        return Verdict(change="inconclusive", ratio=float("nan"), low=None, high=None,
+                       method="", why="no positive block pairs to compare")  # fmt: skip
+    k = len(d)
+    ratio = float(np.exp(d.mean()))
+    shape = f"{k} rounds of {pairs}+ block pairs"
+    if k < 2:
+        why = "one round of paired blocks: no spread between rounds to test"
+        return Verdict(change="inconclusive", ratio=ratio, low=None, high=None, method=shape,
+                       why=why)  # fmt: skip
+    alpha = 1.0 - level
+    half = float(_sp.stdtrit(k - 1, 1 - alpha / 2)) * float(np.std(d, ddof=1)) / np.sqrt(k)
+    lo, hi = d.mean() - half, d.mean() + half
+    method = f"paired t({k - 1})"
+    if k >= BOOTSTRAP_MIN_ROUNDS:
+        rng = np.random.default_rng(seed)
+        boot = d[rng.integers(0, k, size=(BOOTSTRAP_RESAMPLES, k))].mean(axis=1)
+        q_lo, q_hi = np.quantile(boot, [alpha / 2, 1 - alpha / 2])
+        lo, hi = min(lo, float(q_lo)), max(hi, float(q_hi))
+        method += "+bootstrap"
+    return _verdict(ratio, float(np.exp(lo)), float(np.exp(hi)), factor, direction,
+                    f"{method} {shape}")  # fmt: skip
 
 
 # ---------------------------------------------------------------------------- drift

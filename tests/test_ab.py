@@ -167,6 +167,41 @@ def test_an_ab_of_two_commits_calls_a_counted_slowdown_worse(tmp_path):
     assert os.path.isdir(repo / ".dsbench" / "worktrees")
 
 
+@pytest.mark.slow
+def test_block_rounds_pair_the_sides_and_call_a_counted_slowdown_worse(tmp_path):
+    """`dsbench ab --blocks --until-decided` end to end: per round a worker of each commit,
+    the two timing AdamW in turns (8 pairs of blocks), merged files whose rows keep each
+    round's blocks, compare judging block pairs. The step's cost is counted (x1.2 on the
+    contender), so every pair says 1/1.2 and the first look decides."""
+    repo = power.make_commits(ROOT, tmp_path, [0.2], counted=True)
+    out = tmp_path / "blocks"
+    out.mkdir()
+    (row,) = power.measure(repo, 0.2, 2, out, "--blocks", "--until-decided", "--max-rounds", "5")
+    assert row["change"] == "worse", row
+    assert float(row["ratio"]) == pytest.approx(1 / 1.2, rel=1e-3), row
+    assert row["basis"].startswith("paired t(2)"), row
+    runs = [results.read_run(p) for p in sorted((out / "results").rglob("*.json"))]
+    assert {(r.ab.pairing, r.ab.block_pairs, r.ab.rounds) for r in runs} == {("blocks", 8, 3)}
+    (case,) = [r for r in runs[0].rows.values() if r.ok]
+    blocks = case.launch_blocks()
+    assert [len(b) for b in blocks] == [ab.BLOCK_PAIRS] * 3  # a round's blocks kept apart
+    assert {len(x) for b in blocks for x in b} == {ab.blocks.block_reps(1.2e-3)}  # 42 reps
+    assert max(la.order for r in runs for la in r.launches) == 5
+
+
+def test_blocks_need_a_single_process_case_and_no_soak(tmp_path, capsys):
+    """--blocks with --soak, or over cases that all spawn ranks: one line, exit 2, nothing
+    written."""
+    sides = ["ab", "--baseline", "current", "--contender", "current", "--blocks",
+             "--out", str(tmp_path)]  # fmt: skip
+    assert main([*sides, "--soak=--model mlp"]) == 2
+    assert "--blocks times a suite's cases in turns" in capsys.readouterr().err
+    assert main([*sides, "--filter", "allreduce.*ring.*size=1048576", "--rounds", "2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "--blocks: no case to time in turns" in err and "spawns ranks" in err, err
+    assert not list(tmp_path.rglob("*.json"))
+
+
 def test_round_files_are_kept_when_anything_fails_after_the_rounds(capsys):
     from dsbench.cli.ab import launch_folder
 

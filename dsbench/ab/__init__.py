@@ -27,8 +27,12 @@ the tree's ``dsbench/*`` and maps ``dsbench.kernels`` and ``dsbench.hardware_pro
 tree's top-level ``kernels/`` and ``hardware_profiles/`` (as pyproject's ``package-dir`` does),
 so an editable install of another checkout cannot shadow it, in the round's process and in the
 ranks it spawns.
+
+With ``--blocks`` a round is instead one resident worker process of each side, the two taking
+turns timing each case in short blocks ([Note: sides in turns] in :mod:`dsbench.ab.blocks`).
 """
 
+from dsbench.ab.blocks import BLOCK_PAIRS, run_block_rounds
 from dsbench.ab.merge import HEADER_KEYS, merge_launches, merge_row
 from dsbench.ab.rounds import (
     LAUNCH_TIMEOUT_S,
@@ -60,6 +64,7 @@ from dsbench.ab.sides import (
 
 __all__ = [
     "AXES",
+    "BLOCK_PAIRS",
     "HEADER_KEYS",
     "KINDS",
     "LAUNCH_TIMEOUT_S",
@@ -80,6 +85,7 @@ __all__ = [
     "merge_row",
     "order",
     "parse_side",
+    "run_block_rounds",
     "run_child",
     "run_rounds",
     "side_environ",

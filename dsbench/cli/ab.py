@@ -96,6 +96,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "evenly, so a large change stops early; obrien-fleming: little early, most at the end)",
     )
     p.add_argument(
+        "--blocks",
+        action="store_true",
+        help="both sides resident in each round, taking turns timing each case in blocks of "
+        "~50 ms, judged block pair by block pair: load that moves within seconds falls on both "
+        "sides alike (single-process cases; cases that spawn ranks are skipped)",
+    )
+    p.add_argument(
         "--soak",
         metavar="'ARGS'",
         help="each round is `dsbench soak ARGS` instead of a suite (write it with '=': "
@@ -172,12 +179,23 @@ def check_plan(sides: list[ab.SideEnv], args: argparse.Namespace) -> int:
 
 
 def launch_all(sides, args, workdir: Path, progress=None, after_pair=None) -> list[list[ab.Launch]]:
+    progress = progress or (lambda line: print(f"dsbench: {line}", file=sys.stderr))
+    if getattr(args, "blocks", False):
+        argv = ["--suite", args.suite, "--device", args.device]
+        return ab.run_block_rounds(
+            sides,
+            rounds=args.rounds,
+            worker_argv=argv + (["--filter", args.filter] if args.filter else []),
+            workdir=workdir,
+            progress=progress,
+            after_pair=after_pair,
+        )
     return ab.run_rounds(
         sides,
         rounds=args.rounds,
         verb=round_verb(args),
         workdir=workdir,
-        progress=progress or (lambda line: print(f"dsbench: {line}", file=sys.stderr)),
+        progress=progress,
         after_pair=after_pair,
     )
 
@@ -217,6 +235,8 @@ def write_sides(per_side, sides, args, out: Path, sequential_block=None) -> list
                     rounds=rounds,
                     order="".join("AB"[s] for s in ab.order(rounds)),
                     sequential=sequential_block or UNSET,
+                    pairing="blocks" if getattr(args, "blocks", False) else UNSET,
+                    block_pairs=ab.BLOCK_PAIRS if getattr(args, "blocks", False) else UNSET,
                 ),
             )
         )
@@ -250,13 +270,14 @@ class UntilDecided:
 
     def __call__(self, per_side: list[list[ab.Launch]]) -> list[str] | None:
         k = len(per_side[0])
-        if k == 2 and not self.args.soak:
+        if k == 2 and not self.args.soak and not self.args.blocks:
             self.extra = self._repetitions(per_side)
         look = self.looks.get(k)
         if look is not None:
             self.level, self.look = look.level, k
             b, c = ({r.id: r for r in ab.merge_launches(la).rows} for la in per_side)
-            rows = compare.compare_rows(b, c, self.args.factor, look.level)
+            rows = compare.compare_rows(b, c, self.args.factor, look.level,
+                                        paired=self.args.blocks)  # fmt: skip
             judged = [r for r in rows if r.comparable]
             open_ = [r for r in judged if r.change == "inconclusive"]
             print(f"dsbench ab: look {k} ({compare.pct(look.level)}): "
@@ -304,6 +325,9 @@ def run(args: argparse.Namespace) -> int:
     sides = [ab.parse_side(args.baseline), ab.parse_side(args.contender)]
     if any(side.kind == "commit" for side in sides) and ab.commit_repo()[1]:
         print(f"dsbench ab: {ab.commit_repo()[1]}", file=sys.stderr)
+    if args.blocks and args.soak:
+        raise UsageError("--blocks times a suite's cases in turns; a --soak runs whole processes "
+                         "(use one of them)")  # fmt: skip
     until = None
     if args.until_decided:
         if args.max_rounds < sequential.FIRST_LOOK:
@@ -317,9 +341,9 @@ def run(args: argparse.Namespace) -> int:
         f"rounds in pairs until decided (up to {args.max_rounds} a side or {args.max_time}, "
         f"{args.spending} spending)" if until else f"{args.rounds} rounds a side"
     )  # fmt: skip
+    turns = "both resident, in turns of blocks" if args.blocks else "alternating (A B, B A, ...)"
     print(
-        f"dsbench ab: {what}, {how}, alternating (A B, B A, ...): {args.baseline} vs "
-        f"{args.contender}",
+        f"dsbench ab: {what}, {how}, {turns}: {args.baseline} vs {args.contender}",
         file=sys.stderr,
     )
     try:

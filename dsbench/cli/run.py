@@ -83,7 +83,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
-def _device(choice: str) -> str:
+def resolve_device(choice: str) -> str:
     import torch
 
     if choice == "cuda" and not torch.cuda.is_available():
@@ -196,7 +196,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--ranks {args.ranks}: give 1 or more ranks")
     if args.max_reps is not None and args.max_reps < 1:
         raise UsageError(f"--max-reps {args.max_reps}: give 1 or more repetitions")
-    device = _device(args.device)
+    device = resolve_device(args.device)
     env = collect_env(device)
     ctx = runner.context_for(env, suite, ranks=args.ranks)
     planned = runner.plan(suite, ctx, args.filter)

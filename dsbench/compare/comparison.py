@@ -14,8 +14,17 @@ from dsbench.compare.selection import Side, confounders, is_asv
 from dsbench.errors import UsageError
 from dsbench.records import Direction, value_or
 from dsbench.results import Run
-from dsbench.sequential import rounds_to_decide
-from dsbench.stats import VERDICTS, Noise, Verdict, centre, judge, round_spread
+from dsbench.sequential import paired_rounds_to_decide, rounds_to_decide
+from dsbench.stats import (
+    VERDICTS,
+    Noise,
+    Verdict,
+    centre,
+    judge,
+    judge_paired,
+    paired_logs,
+    round_spread,
+)
 
 ENV_LABEL_KEYS = ("python", "deepspeed")
 """Always in an environment label: the axes of asv's matrix."""
@@ -73,12 +82,15 @@ def compare_rows(
     envs: tuple[str, str] = ("", ""),
     unit: str = "launch",
     noise: dict[str, Noise] | None = None,
+    paired: bool = False,
 ) -> list[ComparedRow]:
     """Pair benchmarks by id and judge each pair; rows present on one side only are listed.
 
     ``unit``: what a round is (``"launch"`` between runs, ``"round"`` between two sides of one
     run, see :func:`dsbench.results.row_rounds`). ``noise``: noise figures by benchmark id, used
     for pairs with a single launch on a side. ``envs``: the environment each side came from.
+    ``paired``: the sides are the two of one ``dsbench ab --blocks``, judged block pair by block
+    pair ([Note: paired blocks]).
     """
     if not 1.0 <= factor < math.inf:  # NaN too
         raise UsageError(f"--factor must be a finite number >= 1.0, got {factor}")
@@ -105,11 +117,20 @@ def compare_rows(
             out.append(_unjudged(bid, unit_name, direction, bv, cv, "units differ", envs))
             continue
         b_rounds, c_rounds = b.round_samples(unit), c.round_samples(unit)
-        fig = noise.get(bid) if min(len(b_rounds), len(c_rounds)) == 1 else None
-        v = judge(b_rounds, c_rounds, direction=direction, factor=factor, level=level, noise=fig)
+        if paired:
+            b_blocks, c_blocks = b.launch_blocks(), c.launch_blocks()
+            v = judge_paired(b_blocks, c_blocks, direction=direction, factor=factor, level=level)
+        else:
+            fig = noise.get(bid) if min(len(b_rounds), len(c_rounds)) == 1 else None
+            v = judge(b_rounds, c_rounds, direction=direction, factor=factor, level=level,
+                      noise=fig)  # fmt: skip
         row = _row(bid, unit_name, direction, b_rounds, c_rounds, v, envs)
         if v.change == "inconclusive" and v.low is not None:
-            k = rounds_to_decide(b_rounds, c_rounds, factor=factor, level=level)
+            if paired:
+                logs = paired_logs(b_blocks, c_blocks)[0]
+                k = paired_rounds_to_decide(logs, factor=factor, level=level)
+            else:
+                k = rounds_to_decide(b_rounds, c_rounds, factor=factor, level=level)
             if k:
                 more = f"; about {k} rounds a side would decide x{v.ratio:.3f}"
                 row = dataclasses.replace(row, to_decide=k, basis=row.basis + more)
@@ -125,6 +146,13 @@ def ab_level(base: Run, cont: Run) -> float:
         return 0.99
     level = value_or(a.sequential.level)
     return float(level) if level else 0.99
+
+
+def ab_paired(base: Run, cont: Run) -> bool:
+    """Whether the two runs are the sides of one ``dsbench ab --blocks`` (paired blocks)."""
+    a, b = base.ab, cont.ab
+    return (a is not None and b is not None and bool(a.id) and a.id == b.id
+            and value_or(a.pairing) == "blocks" == value_or(b.pairing))  # fmt: skip
 
 
 def _unjudged(bid, unit, direction, baseline, contender, why: str, envs) -> ComparedRow:
@@ -242,7 +270,15 @@ def report(
             f"({value_or(base.run.ab.sequential.looks)} looks, "
             "dsbench ab --until-decided): the error rate is spent over its looks"
         )
-    rows = compare_rows(base.rows, cont.rows, factor, level, envs=envs, unit=unit, noise=noise)
+    paired = not same_run and ab_paired(base.run, cont.run)
+    if paired:
+        notes.append(
+            "paired blocks (dsbench ab --blocks): both sides resident in each round, taking "
+            f"turns in blocks ({value_or(base.run.ab.block_pairs)} pairs a case a round); a "
+            "round's ratio is the median of its block pairs' ratios, rounds the unit of evidence"
+        )
+    rows = compare_rows(base.rows, cont.rows, factor, level, envs=envs, unit=unit, noise=noise,
+                        paired=paired)  # fmt: skip
     single = sum(r.basis.startswith("one value") for r in rows)
     if single:
         notes.append(

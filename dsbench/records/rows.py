@@ -266,6 +266,18 @@ class Row(Record):
         rounds = [(r.launch, r.n) for r in self.rounds] if self.rounds else None
         return split_rounds(self.value, self.samples or None, rounds, unit)
 
+    def launch_blocks(self) -> list[list[list[float]]]:
+        """The samples per launch, each launch's split into its recorded in-launch rounds (the
+        blocks of ``dsbench ab --blocks``): ``[launch][block][sample]``."""
+        if not self.samples:
+            return [[[self.value]]]
+        out: dict[int, list[list[float]]] = {}
+        start = 0
+        for launch, n in [(r.launch, r.n) for r in self.rounds] or [(0, len(self.samples))]:
+            out.setdefault(launch, []).append(list(self.samples[start : start + n]))
+            start += n
+        return list(out.values())
+
     @classmethod
     def check(cls, data: dict) -> None:
         """What every reader relies on (the messages name the field; validate adds where)."""

@@ -119,6 +119,11 @@ class ABBlock(Record):
     sequential: Sequential | Unset = UNSET
     other_run: str | Unset = UNSET
     """The other side's run id."""
+    pairing: str | Unset = UNSET
+    """``blocks``: both sides resident in each round, timing each case in alternating blocks
+    judged as pairs (``dsbench ab --blocks``); unset: one launch a side per round."""
+    block_pairs: int | Unset = UNSET
+    """With ``pairing`` ``blocks``: the pairs of blocks of each case in a round."""
 
     _NESTED: ClassVar[NESTED] = {"sequential": ("one", Sequential)}
 
