@@ -253,6 +253,11 @@ class Run:
         return records.value_or(self.record.ab)
 
     @property
+    def sweep(self) -> records.SweepBlock | None:
+        """After ``dsbench sweep``: the series' block (id, axis, sides, this side's position)."""
+        return records.value_or(self.record.sweep)
+
+    @property
     def soak(self) -> dict | None:
         return records.value_or(self.record.soak)
 

@@ -75,19 +75,31 @@ def run_rounds(
     workdir: Path,
     progress: Callable[[str], None],
     after_pair: Callable[[list[list[Launch]]], list[str] | None] | None = None,
+    plan: list[int] | None = None,
+    names: list[str] | None = None,
+    failed: dict[int, str] | None = None,
+    deadline: float | None = None,
 ) -> list[list[Launch]]:
     """Launch every round (fresh ``dsbench VERB ... --out FILE`` processes, alternating sides:
     ``dsbench run`` with the suite, or ``dsbench soak``); the launches per side, each with its
     loaded result file. ``after_pair``, called once every side has run as many rounds as the
     others: None to stop there, else arguments added to the verb of the rounds to come (an
-    A/B until decided, :mod:`dsbench.sequential`)."""
+    A/B until decided, :mod:`dsbench.sequential`). ``plan``: the side of each launch (else
+    :func:`order`), ``names`` each side's (for files and progress). ``failed``: when given, a
+    launch that writes no file records why under its side, whose later launches are left out,
+    instead of stopping every side (a sweep). ``deadline``: no launch starts past this
+    ``time.monotonic()``."""
     shims = [make_shim(s.tree, workdir / f"shim-{i}") for i, s in enumerate(sides)]
     sources = {s.tree: tree_fingerprint(s.tree) for s in sides}
     per_side: list[list[Launch]] = [[] for _ in sides]
-    plan = order(rounds, len(sides))
-    names = ("baseline", "contender") if len(sides) == 2 else ("launch",)
+    plan = plan if plan is not None else order(rounds, len(sides))
+    names = names or (["baseline", "contender"] if len(sides) == 2 else ["launch"])
     extra: list[str] = []
     for pos, s in enumerate(plan):
+        if failed is not None and s in failed:
+            continue
+        if deadline is not None and time.monotonic() > deadline:
+            break
         launch = Launch(
             side=s, index=len(per_side[s]), order=pos, path=workdir / f"{pos:03d}-{names[s]}.json"
         )
@@ -97,10 +109,15 @@ def run_rounds(
         proc = run_child(argv, cwd=workdir, env=side_environ(sides[s], shims[s]))
         launch.wall_s = time.perf_counter() - t0
         if not launch.path.exists():
-            raise LaunchFailed(
+            why = (
                 f"round {pos // len(sides) + 1}, {names[s]} ({sides[s].spec}) exited "
                 f"{proc.returncode} without a result file: {last_line(proc.stderr)}"
             )
+            if failed is None:
+                raise LaunchFailed(why)
+            failed[s] = why
+            progress(why)
+            continue
         launch.run = results.read_run(launch.path)
         # an edit since the start (between rounds or during this one) is found here
         check_unchanged(sides[s].tree, sources[sides[s].tree])

@@ -16,9 +16,13 @@ from dsbench.interrupts import as_interrupted, signals_raise
 
 VERBS: dict[str, str] = {
     "run": "run benchmark suites and write a result file",
+    "sweep": "measure a series (DeepSpeed releases, commits, Pythons) in interleaved rounds and "
+    "find its confirmed steps",
     "compare": "compare two runs: better, worse, unchanged or inconclusive, from rounds",
     "ab": "measure two setups (commits, Pythons, DeepSpeed releases, asv envs) in "
     "alternating rounds and compare them",
+    "bisect": "find the first DeepSpeed release or commit at which a case's number moved "
+    "(binary search, an A/B at each probe)",
     "noise": "A/A calibration: this machine's run-to-run spread per benchmark, for compare",
     "publish": "build a static, offline HTML site from all results (dsbench's and asv's)",
     "env": "report the environment (versions, devices, compilers, profile, kernels)",

@@ -239,6 +239,7 @@ NAV = (
     ("history.html", "History"),
     ("profiles.html", "Profiles"),
     ("stability.html", "Stability"),
+    ("releases.html", "Releases"),
     ("claims.html", "Claims"),
 )
 

@@ -134,6 +134,11 @@ def _more_list() -> Html:
             link("stability.html", "Stability"),
             ": soaks: memory and step time per rank, drift verdicts, faults and resumes",
         ),
+        el(
+            "li",
+            link("releases.html", "Across releases"),
+            ": sweeps over DeepSpeed releases or commits, their confirmed steps",
+        ),
         el("li", link("claims.html", "Claims"), ": published numbers beside dsbench's"),
         cls="plain",
     )

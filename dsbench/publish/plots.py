@@ -442,3 +442,59 @@ def phase_bars(cases: Sequence[PhaseCase], path: Path, *, title: str = "") -> Pa
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=below,
               ncol=4, frameon=False)  # fmt: skip
     return _save(fig, path)
+
+
+@dataclass(frozen=True)
+class SeriesPoint:
+    """One side of a sweep's series: its ratio to the first side with the 99% interval."""
+
+    label: str
+    ratio: float | None
+    low: float | None = None
+    high: float | None = None
+
+
+@dataclass(frozen=True)
+class SeriesStep:
+    """A step between two sides (their indices): confirmed, or a candidate that did not hold."""
+
+    before: int
+    after: int
+    ratio: float
+    confirmed: bool
+    change: str
+
+
+def series_chart(
+    points: Sequence[SeriesPoint], steps: Sequence[SeriesStep], path: Path, *, title: str = ""
+) -> Path:
+    """A series over a sweep's sides (x: the sides in the axis' order): each side's ratio to
+    the first on a log axis with its 99% interval, confirmed steps as a line between the two
+    sides in the step's verdict colour with its ratio, candidates that did not hold dotted."""
+    fig = Figure(figsize=(max(6.0, 0.6 * len(points) + 3), 3.6))
+    ax = fig.add_subplot()
+    ax.set_yscale("log")
+    ax.axhline(1.0, color="#555", linewidth=0.8)
+    for x, p in enumerate(points):
+        if p.ratio is None or not (p.ratio > 0):
+            continue
+        if p.low is not None and p.high is not None and p.low > 0:
+            ax.plot([x, x], [p.low, p.high], color=COLORS[0], linewidth=1.4)
+        ax.plot([x], [p.ratio], "o", color=COLORS[0], markersize=5)
+    for s in steps:
+        color = VERDICT_COLORS.get(s.change, "#999") if s.confirmed else "#999"
+        ax.axvline((s.before + s.after) / 2, color=color, linestyle="--" if s.confirmed else ":",
+                   linewidth=1.2)  # fmt: skip
+        if s.confirmed:
+            ax.annotate(f"x{s.ratio:.3f}", ((s.before + s.after) / 2, 1.0), xytext=(3, 6),
+                        textcoords="offset points", fontsize=8, color=color)  # fmt: skip
+    ax.set_xticks(range(len(points)), [text(p.label, 16) for p in points], rotation=30,
+                  ha="right", fontsize=8)  # fmt: skip
+    ax.yaxis.set_major_formatter("{x:.3g}")
+    ax.yaxis.set_minor_formatter("{x:.3g}")
+    ax.tick_params(axis="y", which="minor", labelsize=7)
+    ax.set_ylabel("ratio to the first side (log)")
+    if title:
+        ax.set_title(text(title, 100), fontsize=10)
+    ax.grid(alpha=0.3)
+    return _save(fig, path)

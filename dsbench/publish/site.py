@@ -13,6 +13,8 @@ Pages (all relative links; no CDN, no web fonts, no scripts; charts are PNG file
                             values (every case in cross-profile.csv)
     roofline/<profile>.html the profile's roofline with the measured kernels on it
     stability.html          each soak: memory and step time per rank, drift, faults, losses
+    releases.html           each sweep (dsbench sweep): per case its series over the sides,
+                            confirmed steps marked, candidates that did not hold named
     claims.html             published claims beside what dsbench measured or modelled; the
                             stability claims beside the soaks
     asv/                    ``asv publish`` output, copied when the results folder has it
@@ -53,6 +55,7 @@ from dsbench.publish import (
     index,
     manifest,
     profiles,
+    series_page,
     stability,
     tables,
 )
@@ -234,6 +237,7 @@ class Site:
         run_pages.history_page(self)
         profiles.profiles_page(self)
         stability.stability_page(self)
+        series_page.releases_page(self)
         claims_page.claims_page(self)
         index.index_page(self, axes)
         marker = {

@@ -42,6 +42,7 @@ from .runs import (
     LaunchInfo,
     RunRecord,
     Sequential,
+    SweepBlock,
     dig,
     summary_fields,
 )
@@ -78,6 +79,7 @@ __all__ = [
     "RunRecord",
     "Sequential",
     "Stats",
+    "SweepBlock",
     "Timing",
     "Unset",
     "case_id",

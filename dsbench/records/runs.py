@@ -129,6 +129,28 @@ class ABBlock(Record):
 
 
 @dataclass(frozen=True, kw_only=True, slots=True, repr=False)
+class SweepBlock(Record):
+    """After ``dsbench sweep``: the series a side belongs to (``sweep``)."""
+
+    id: str | Unset = UNSET
+    """The sweep's id, the same in every side's file."""
+    axis: str | Unset = UNSET
+    """The axis as given (``deepspeed=0.17.2,0.18.3..0.18.9``)."""
+    sides: list[str] | Unset = UNSET
+    """Every side of the series, in the axis' order (``deepspeed=0.17.2``, ...)."""
+    position: int | Unset = UNSET
+    """This side's index in ``sides``."""
+    spec: str | Unset = UNSET
+    description: str | Unset = UNSET
+    rounds: int | Unset = UNSET
+    """Rounds the sweep ran (a side that failed has fewer launches)."""
+    orders: list[list[int]] | Unset = UNSET
+    """Each round's order of the sides (indices into ``sides``), drawn afresh every round."""
+    failed: dict[str, str] | Unset = UNSET
+    """Sides that could not run (by spec), and why."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True, repr=False)
 class Interrupted(Record):
     """A run stopped by a signal: which, and how many rows (a soak: steps) finished."""
 
@@ -178,6 +200,8 @@ class RunRecord(Record):
     """Why the run was made, where not a plain run: ``noise``, ``soak``."""
     ab: ABBlock | Unset = UNSET
     """After ``dsbench ab``: the pair's id, this side, its spec, rounds, order and other run."""
+    sweep: SweepBlock | Unset = UNSET
+    """After ``dsbench sweep``: the series, this side's place in it, the rounds' orders."""
     soak: dict[str, Any] | Unset = UNSET
     """A soak's faults, restarts, launches, status and problems (``dsbench.soak.report``)."""
     soak_rounds: list[Any] | Unset = UNSET
@@ -193,6 +217,7 @@ class RunRecord(Record):
         "benchmarks": ("tuple", Row),
         "launches": ("list", LaunchInfo),
         "ab": ("one", ABBlock),
+        "sweep": ("one", SweepBlock),
         "interrupted": ("one", Interrupted),
     }
 

@@ -1,0 +1,103 @@
+"""``releases.html``: each sweep (``dsbench sweep``) as a series per case: every side's ratio to
+the first side with its 99% interval, the confirmed steps marked on the chart and listed
+("0.18.4 -> 0.18.5: x0.910 [0.880, 0.940] worse"), and the candidates that did not hold named
+as such ([Note: steps found, then confirmed] in :mod:`dsbench.sweep.steps`)."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from dsbench.publish import plots
+from dsbench.publish.html import el, join, link, table
+from dsbench.stats import judge
+
+if TYPE_CHECKING:
+    from dsbench.publish.site import Site
+    from dsbench.results import Run
+
+PAGE = "releases.html"
+MAX_CHARTS = 12
+"""Charts a sweep draws at most (its table lists every case)."""
+COMMAND = "dsbench sweep --axis deepspeed=0.17.2,0.18.3..0.18.9 --suite training"
+
+
+def sweeps(runs: list[Run]) -> dict[str, list[Run]]:
+    """The runs of each sweep, by sweep id, newest sweep first."""
+    out: dict[str, list[Run]] = {}
+    for run in runs:
+        if run.sweep is not None and run.sweep.id:
+            out.setdefault(run.sweep.id, []).append(run)
+    return dict(sorted(out.items(), reverse=True))
+
+
+def _value(spec: str) -> str:
+    return spec.partition("=")[2] or spec
+
+
+def sweep_section(site: Site, sweep_id: str, runs: list[Run]) -> list[Any]:
+    from dsbench.sweep import series_of
+    from dsbench.sweep.series import step_text
+
+    all_series = series_of(runs)
+    first = runs[0].sweep
+    body: list[Any] = [
+        el("h2", f"{first.axis}", id=f"sweep-{sweep_id}"),
+        el("p", f"{len(runs)} of {len(first.sides)} sides ran, {first.rounds} rounds, each in "
+           f"a new random order; machine {runs[0].machine}, suite {runs[0].suite}. Sides: ",
+           join((link(site.run_href(r, 0), _value(r.sweep.spec)) for r in
+                 sorted(runs, key=lambda r: r.sweep.position)), ", "), "."),
+    ]  # fmt: skip
+    for spec, why in (first.failed or {}).items():
+        body.append(el("p", f"{spec} could not run: {why}", cls="warn"))
+    rows, charts = [], []
+    for s in all_series:
+        base = next((r for r in s.rounds if r), None)
+        points = []
+        for spec, r in zip(s.sides, s.rounds, strict=True):
+            if not r or base is None:
+                points.append(plots.SeriesPoint(label=_value(spec), ratio=None))
+                continue
+            v = judge(base, r, direction=s.direction or "higher")
+            points.append(plots.SeriesPoint(label=_value(spec), ratio=v.ratio, low=v.low,
+                                            high=v.high))  # fmt: skip
+        rows.append([s.case, *(f"{p.ratio:.3f}" if p.ratio else "—" for p in points)])
+        steps = [plots.SeriesStep(before=t.before, after=t.after, ratio=t.verdict.ratio,
+                                  confirmed=t.confirmed, change=t.verdict.change)
+                 for t in s.steps]  # fmt: skip
+        if len(charts) < MAX_CHARTS and base is not None:
+            draw = partial(plots.series_chart, points, steps, title=s.case)
+            charts.append(site.figure(draw, depth=0, alt=f"series of {s.case}"))
+    body.append(table(["case", *(_value(x) for x in first.sides)], rows,
+                      caption="ratio of each side's centre to the first side's"))  # fmt: skip
+    confirmed = [step_text(s, t) for s in all_series for t in s.steps if t.confirmed]
+    not_held = [step_text(s, t) for s in all_series for t in s.steps if not t.confirmed]
+    body.append(el("h3", f"Confirmed steps ({len(confirmed)})"))
+    body.append(el("ul", *(el("li", x) for x in confirmed)) if confirmed else el("p", "None."))
+    if not_held:
+        body.append(el("h3", f"Candidates that did not hold ({len(not_held)})"))
+        body.append(el("ul", *(el("li", x) for x in not_held)))
+    if not all(s.detected for s in all_series):
+        body.append(el("p", "ruptures was not installed where this page was built: no change "
+                       "point was looked for.", cls="warn"))  # fmt: skip
+    body += charts
+    if len(all_series) > MAX_CHARTS:
+        body.append(el("p", f"Charts for the first {MAX_CHARTS} of {len(all_series)} cases; "
+                       "the table has them all."))  # fmt: skip
+    return body
+
+
+def releases_page(site: Site) -> None:
+    found = sweeps(site.runs)
+    body: list[Any] = [
+        el("p", "A sweep measures a series of sides (DeepSpeed releases, commits, Pythons) in "
+           "interleaved rounds, each round every side once in a new random order; change "
+           "points over each case's series are candidates, and a step counts only when the "
+           "A/B of its two neighbours' rounds confirms it (better or worse).")
+    ]  # fmt: skip
+    if not found:
+        body.append(el("p", "No sweep results yet: ", el("code", COMMAND), " writes one.",
+                       cls="warn"))  # fmt: skip
+    for sweep_id, runs in found.items():
+        body += sweep_section(site, sweep_id, runs)
+    site.write(PAGE, "Across releases", join(body))

@@ -1,0 +1,118 @@
+"""The series of each case over a sweep's sides, its steps, and the report ``dsbench sweep``
+prints: per case the ratio of every side to the first, then the confirmed steps and the
+candidates that did not hold."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from dsbench.errors import UsageError
+from dsbench.results import Run
+from dsbench.stats import centre
+from dsbench.sweep.steps import Step, candidates, confirm
+
+
+@dataclass
+class Series:
+    case: str
+    unit: str
+    direction: str
+    sides: list[str]
+    """Every side of the sweep, in the axis' order."""
+    rounds: list[list[list[float]] | None]
+    """Per side its rounds' samples; None where it has no ok row."""
+    why: list[str]
+    """Per side, why it has no ok row ('' where it has one)."""
+    steps: list[Step] = field(default_factory=list)
+    detected: bool = True
+    """False when the change-point library is missing (no candidates were looked for)."""
+
+    def centres(self) -> list[float | None]:
+        return [centre(r) if r else None for r in self.rounds]
+
+
+def sweep_runs(runs: list[Run]) -> list[Run]:
+    """The runs of one sweep, in the axis' order."""
+    ids = {r.sweep.id for r in runs if r.sweep is not None}
+    if len(ids) != 1 or any(r.sweep is None for r in runs):
+        raise UsageError(f"the runs are not the sides of one sweep (sweeps: {sorted(ids)})")
+    return sorted(runs, key=lambda r: r.sweep.position)
+
+
+def series_of(runs: list[Run], *, factor: float = 1.05) -> list[Series]:
+    """Per case, its series over the sweep's sides and the steps found in it."""
+    runs = sweep_runs(runs)
+    specs = list(runs[0].sweep.sides)
+    by_spec = {r.sweep.spec: r for r in runs}
+    failed = runs[0].sweep.failed or {}
+    cases = list(dict.fromkeys(bid for r in runs for bid in r.rows))
+    out = []
+    for case in cases:
+        rows = [by_spec[s].rows.get(case) if s in by_spec else None for s in specs]
+        ref = next((r for r in rows if r is not None and r.ok), None)
+        rounds = [r.round_samples("launch") if r is not None and r.ok else None for r in rows]
+        why = [
+            "" if r is not None and r.ok
+            else (r.why if r is not None else failed.get(s, "not run"))
+            for s, r in zip(specs, rows, strict=True)
+        ]  # fmt: skip
+        s = Series(case=case, unit=ref.unit if ref else "", direction=ref.direction if ref else "",
+                   sides=specs, rounds=rounds, why=why)  # fmt: skip
+        ok = [i for i, r in enumerate(rounds) if r]
+        if ref is not None and len(ok) >= 2:
+            found = candidates([rounds[i] for i in ok])
+            s.detected = found is not None
+            s.steps = confirm(case, [rounds[i] for i in ok], found or [], direction=ref.direction,
+                              factor=factor, index=ok)  # fmt: skip
+        out.append(s)
+    return out
+
+
+def step_text(s: Series, step: Step) -> str:
+    v = step.verdict
+    interval = f" [{v.low:.3f}, {v.high:.3f}]" if v.low is not None else ""
+    what = v.change if step.confirmed else f"did not hold ({v.change})"
+    return (f"{s.case}: {_value(s.sides[step.before])} -> {_value(s.sides[step.after])}: "
+            f"x{v.ratio:.3f}{interval} {what}")  # fmt: skip
+
+
+def _value(spec: str) -> str:
+    return spec.partition("=")[2] or spec
+
+
+def report(runs: list[Run], *, factor: float = 1.05) -> str:
+    """The series table (ratio of each side's centre to the first side's, per case) and the
+    steps: confirmed ones, then candidates that did not hold."""
+    from tabulate import tabulate
+
+    all_series = series_of(runs, factor=factor)
+    if not all_series:
+        return "no cases"
+    specs = all_series[0].sides
+    table = []
+    for s in all_series:
+        c = s.centres()
+        first = next((x for x in c if x), None)
+        cells = [f"{x / first:.3f}" if x and first else "—" for x in c]
+        table.append([s.case, f"{first:.4g} {s.unit}" if first else "—", *cells])
+    lines = [tabulate(table, headers=["case", "first side", *map(_value, specs)],
+                      tablefmt="github")]  # fmt: skip
+    confirmed = [step_text(s, t) for s in all_series for t in s.steps if t.confirmed]
+    held_not = [step_text(s, t) for s in all_series for t in s.steps if not t.confirmed]
+    lines.append("")
+    lines.append(f"confirmed steps ({len(confirmed)}):" if confirmed else "no confirmed step")
+    lines += [f"  {x}" for x in confirmed]
+    if held_not:
+        lines.append(f"candidates that did not hold ({len(held_not)}):")
+        lines += [f"  {x}" for x in held_not]
+    if not all(s.detected for s in all_series):
+        lines.append("change points need ruptures (pip install ruptures): no candidate was "
+                     "looked for")  # fmt: skip
+    cannot: dict[tuple[str, str], int] = {}
+    for s in all_series:
+        for sp, w in zip(s.sides, s.why, strict=True):
+            if w:
+                cannot[sp, w] = cannot.get((sp, w), 0) + 1
+    for (sp, w), n in cannot.items():
+        lines.append(f"{sp}: {n} case(s) not measured: {w}")
+    return "\n".join(lines)

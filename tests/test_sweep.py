@@ -1,0 +1,191 @@
+"""dsbench sweep: the sides an axis names, steps found by change-point detection and confirmed
+by their neighbours' rounds, one-line errors, and a sweep of three commits end to end whose
+step is counted, not timed."""
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dsbench import ab, power, results
+from dsbench.cli import main
+from dsbench.cli.sweep import plan_orders
+from dsbench.errors import UsageError
+from dsbench.sweep import candidates, confirm, parse_axis
+
+ROOT = Path(__file__).resolve().parents[1]
+RELEASES = ["0.17.1", "0.17.2", "0.18.3", "0.18.4", "0.18.5", "0.18.10", "0.19.0"]
+
+
+def test_an_axis_names_its_sides_in_order():
+    def releases():
+        return RELEASES
+
+    got = parse_axis("deepspeed=0.17.2,0.18.3..0.18.10", releases=releases)
+    assert got == ["deepspeed=0.17.2", "deepspeed=0.18.3", "deepspeed=0.18.4",
+                   "deepspeed=0.18.5", "deepspeed=0.18.10"]  # fmt: skip
+    assert parse_axis("python=3.11,3.12") == ["python=3.11", "python=3.12"]
+    shas = parse_axis("commit=HEAD~2..HEAD", root=ROOT)
+    assert len(shas) == 3 and shas[-1].startswith("commit=")
+
+
+@pytest.mark.parametrize(
+    ("axis", "needle"),
+    [
+        ("torch=2.4,2.5", "KIND one of deepspeed, commit, python"),
+        ("deepspeed=0.18.3", "at least two sides"),
+        ("deepspeed=0.18.3,,0.18.4", "neither a value nor a range"),
+        ("python=3.11..3.12", "one by one"),
+        ("deepspeed=0.18.3..0.18.99", "no DeepSpeed release 0.18.99"),
+    ],
+)
+def test_bad_axes_are_one_line_errors(axis, needle):
+    with pytest.raises(UsageError, match=needle):
+        parse_axis(axis, releases=lambda: RELEASES)
+
+
+def test_bad_sweep_arguments_exit_2_nothing_written(tmp_path, capsys):
+    assert main(["sweep", "--axis", "nope=1,2", "--out", str(tmp_path)]) == 2
+    assert main(["sweep", "--axis", "python=3.11,3.12", "--rounds", "1",
+                 "--out", str(tmp_path)]) == 2  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "--rounds must be at least 2" in err[1]
+    assert not list(tmp_path.iterdir())
+
+
+def test_every_round_draws_a_new_order():
+    orders = plan_orders(5, 6, seed=3)
+    assert all(sorted(o) == list(range(5)) for o in orders)
+    assert len({tuple(o) for o in orders}) > 1
+    assert plan_orders(5, 6, seed=3) == orders
+
+
+def _series(levels, rounds=4, sigma=0.02, seed=0):
+    rng = np.random.default_rng(seed)
+    return [
+        [list(m * np.exp(rng.normal(0, sigma) + rng.normal(0, 0.005, 8))) for _ in range(rounds)]
+        for m in levels
+    ]
+
+
+def test_a_step_is_found_and_confirmed_and_a_flat_series_has_none():
+    steps = [1.0, 1.0, 1.0, 0.8, 0.8, 0.8]
+    found = candidates(_series(steps))
+    assert found == [2]
+    (step,) = confirm("case", _series(steps), found, direction="higher")
+    assert (step.before, step.after, step.verdict.change, step.confirmed) == (2, 3, "worse", True)
+    assert step.verdict.ratio == pytest.approx(0.8, rel=0.05)
+    flat = [candidates(_series([1.0] * 6, seed=s)) for s in range(20)]
+    confirmed = [
+        t for s, f in enumerate(flat)
+        for t in confirm("case", _series([1.0] * 6, seed=s), f, direction="higher") if t.confirmed
+    ]  # fmt: skip
+    assert not confirmed
+
+
+def test_a_candidate_that_does_not_hold_is_named_so():
+    """Two rounds a side far apart: detection may propose a break that the neighbours' A/B
+    cannot confirm."""
+    series = [[[1.0], [1.3]], [[1.0], [1.3]], [[1.45], [1.1]]]
+    (step,) = confirm("case", series, [1], direction="higher")
+    assert not step.confirmed and step.verdict.change == "inconclusive"
+
+
+def test_without_ruptures_no_candidate_is_looked_for(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ruptures", None)
+    assert candidates(_series([1.0, 0.5])) is None
+
+
+@pytest.mark.slow
+def test_a_sweep_of_three_commits_finds_and_confirms_the_counted_step(tmp_path):
+    """`dsbench sweep` over three commits of a throwaway clone, two rounds in a new order
+    each: the third commit's AdamW step costs 20% more on the timing core's counting clock,
+    so the series steps there and nowhere else."""
+    repo = power.make_commits(ROOT, tmp_path, [0.0, 0.2], counted=True)
+    side = ab.SideEnv("current", "current", sys.executable, repo)
+    shim = ab.make_shim(repo, tmp_path / "shim")
+    out = tmp_path / "results"
+    argv = [sys.executable, "-m", "dsbench", "sweep", "--axis",
+            "commit=power-base,slow-0,slow-0_2", "--filter", power.CASE, "--rounds", "2",
+            "--seed", "1", "--out", str(out)]  # fmt: skip
+    proc = subprocess.run(argv, cwd=repo, env=ab.side_environ(side, shim), capture_output=True,
+                          text=True, timeout=1200)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    runs = [results.read_run(p) for p in sorted(out.rglob("*.json"))]
+    assert sorted(r.sweep.position for r in runs) == [0, 1, 2]
+    assert all(len(r.launches) == 2 and r.sweep.rounds == 2 for r in runs)
+    assert runs[0].sweep.orders == plan_orders(3, 2, seed=1)
+    assert "confirmed steps (1):" in proc.stdout, proc.stdout
+    (line,) = [x for x in proc.stdout.splitlines() if "slow-0 -> slow-0_2" in x]
+    assert f"x{1 / 1.2:.3f}" in line and line.endswith("worse"), line
+    assert math.isfinite(float(line.split(" x")[1].split()[0]))
+
+
+def _probe_at(step, change="worse", calls=None):
+    from dsbench.cli.bisect import Probe
+
+    def probe(side):
+        if calls is not None:
+            calls.append(side)
+        got = change if int(side.rsplit("c", 1)[1]) >= step else "unchanged"
+        return Probe(side=side, change=got, text=got)
+
+    return probe
+
+
+@pytest.mark.parametrize("step", [1, 4, 5, 8])
+def test_bisect_finds_the_first_side_that_differs(step):
+    from dsbench.cli.bisect import search
+
+    sides = [f"commit=c{i}" for i in range(9)]
+    calls = []
+    found, text = search(sides, _probe_at(step, calls=calls), log=lambda x: None)
+    assert found == step and f"commit=c{step}" in text
+    assert len(calls) <= 1 + math.ceil(math.log2(len(sides) - 1))
+
+
+def test_bisect_says_why_it_stops():
+    from dsbench.cli.bisect import Probe, search
+
+    sides = [f"commit=c{i}" for i in range(5)]
+    found, text = search(sides, _probe_at(99), log=lambda x: None)
+    assert found is None and "nothing to bisect" in text
+
+    def undecided(side):
+        change = "inconclusive" if side == "commit=c2" else "worse"
+        return Probe(side=side, change=change, text=change)
+
+    found, text = search(sides, undecided, log=lambda x: None)
+    assert found is None and "cannot tell which half: commit=c2" in text
+    with pytest.raises(UsageError, match="two deepspeed= or two commit= sides"):
+        from dsbench.cli.bisect import between
+
+        between("deepspeed=0.18.3", "commit=HEAD")
+
+
+def test_the_releases_page_shows_each_sweep_with_its_confirmed_step(tmp_path):
+    """Four sides of a synthetic sweep, a 20% drop from the third to the fourth: the page lists
+    the sides, the series table, the confirmed step and a chart per case."""
+    from tests.conftest import make_doc, make_row, write_json
+    from tests.test_publish import _publish
+
+    specs = [f"deepspeed=0.18.{i}" for i in range(3, 7)]
+    levels = [1.0, 1.0, 1.0, 0.8]
+    for pos, (spec, level) in enumerate(zip(specs, levels, strict=True)):
+        rounds = _series([level], rounds=3, seed=pos)[0]
+        doc = make_doc(f"20261203T0000{pos:02d}Z-00000{pos}", "2026-12-03T00:00:00+00:00",
+                       [make_row("adamw[params=1]", rounds)], label=f"sweep-{spec}")  # fmt: skip
+        doc["sweep"] = {"id": "sw1", "axis": "deepspeed=0.18.3..0.18.6", "sides": specs,
+                        "position": pos, "spec": spec, "rounds": 3,
+                        "orders": [[0, 1, 2, 3]] * 3}  # fmt: skip
+        write_json(tmp_path / "results" / "testbox" / f"side{pos}.json", doc)
+    out = tmp_path / "site"
+    assert _publish(tmp_path / "results", out) == 0
+    page = (out / "releases.html").read_text()
+    assert "Confirmed steps (1)" in page
+    assert "adamw[params=1]: 0.18.5 -&gt; 0.18.6: x0.8" in page
+    assert page.count("<img") == 1 and "4 of 4 sides ran, 3 rounds" in page
+    assert 'href="releases.html"' in (out / "index.html").read_text()
