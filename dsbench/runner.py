@@ -69,6 +69,18 @@ class Planned:
         return case_id(self.bench.name, self.params)
 
 
+def resolve_device(choice: str) -> str:
+    """``--device``: ``auto`` as the GPU torch sees, else the CPU; ``cuda`` refused without one."""
+    if choice == "cuda" and not torch.cuda.is_available():
+        raise UsageError(
+            "--device cuda: no CUDA/ROCm device is visible to torch "
+            f"(torch {torch.__version__}); use --device cpu or auto"
+        )
+    if choice == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return choice
+
+
 def context_for(env: dict, suite: str, ranks: int | None = None) -> Context:
     """Where the cases run, from the environment report of the chosen device; ``ranks``: what
     every multi-rank benchmark spawns instead of its own choice."""

@@ -35,7 +35,16 @@ LAYERS = {
     "kernels": ["kernels"],
     "compute": ["distributed", "models", "zero"],
     "workloads": ["engines", "timing", "train_loop", "suites", "soak"],
-    "runner": ["runner", "ab", "envinfo", "verify_gpu", "power", "gpucheck", "gpucheck_ceilings"],
+    "runner": [
+        "runner",
+        "ab",
+        "sweep",
+        "envinfo",
+        "verify_gpu",
+        "power",
+        "gpucheck",
+        "gpucheck_ceilings",
+    ],
     "results": ["results", "asv_results", "compare"],
     "top": ["publish", "cli", "__main__"],
 }

@@ -1,11 +1,11 @@
-"""Two setups measured in alternating rounds (``dsbench ab``), and a machine's run-to-run noise
-(``dsbench noise``).
+"""Two setups measured in alternating rounds (``dsbench ab``), and a machine's noise (``noise``).
 
 A *side* is what runs a round: an interpreter and a dsbench source tree, plus extra import
 paths. Each round is one fresh ``dsbench run`` process of one side (same suite, filter, sizes
 and seeds for both; or, with ``--soak``, one ``dsbench soak`` with the same arguments), in the
-order A B B A A B ..., so that a drift in machine load falls on
-both sides alike (asv's ``--interleave-rounds``, Google Benchmark's random interleaving). The
+order A B B A A B ..., so that a drift in machine load falls on both sides alike (asv's
+``--interleave-rounds``, Google Benchmark's random interleaving); with ``--blocks``, one resident
+worker of each side taking turns ([Note: sides in turns] in :mod:`dsbench.ab.blocks`). The
 rounds of a side are merged into one result file whose rows keep each launch's samples apart
 (schema 3 ``rounds``), and :mod:`dsbench.compare` judges the pair with launches as its unit of
 evidence (see the note in :mod:`dsbench.stats`).
@@ -27,9 +27,6 @@ the tree's ``dsbench/*`` and maps ``dsbench.kernels`` and ``dsbench.hardware_pro
 tree's top-level ``kernels/`` and ``hardware_profiles/`` (as pyproject's ``package-dir`` does),
 so an editable install of another checkout cannot shadow it, in the round's process and in the
 ranks it spawns.
-
-With ``--blocks`` a round is instead one resident worker process of each side, the two taking
-turns timing each case in short blocks ([Note: sides in turns] in :mod:`dsbench.ab.blocks`).
 """
 
 from dsbench.ab.blocks import BLOCK_PAIRS, run_block_rounds

@@ -44,14 +44,13 @@ def main(argv: list[str] | None = None) -> int:
         reply_to.flush()
 
     from dsbench import results, runner
-    from dsbench.cli.run import resolve_device
     from dsbench.envinfo import collect_env
     from dsbench.memory import release_freed
     from dsbench.suites import Skip
     from dsbench.timing import measure, merge
 
     started = datetime.now(UTC)
-    env = collect_env(resolve_device(args.device))
+    env = collect_env(runner.resolve_device(args.device))
     ctx = runner.context_for(env, args.suite)
     profile = runner.profile_for(env, ctx, measure=False)
     planned = {p.id: p for p in runner.plan(args.suite, ctx, args.filter)}

@@ -83,19 +83,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
-def resolve_device(choice: str) -> str:
-    import torch
-
-    if choice == "cuda" and not torch.cuda.is_available():
-        raise UsageError(
-            "--device cuda: no CUDA/ROCm device is visible to torch "
-            f"(torch {torch.__version__}); use --device cpu or auto"
-        )
-    if choice == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return choice
-
-
 def _pct_cell(r: Row) -> str:
     """% of peak: ``62.1%``; against this run's ceiling with its interval, ``62.1% (58.0-66.3)``;
     for a ceiling row, the rate it stands for (its 90th percentile)."""
@@ -196,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--ranks {args.ranks}: give 1 or more ranks")
     if args.max_reps is not None and args.max_reps < 1:
         raise UsageError(f"--max-reps {args.max_reps}: give 1 or more repetitions")
-    device = resolve_device(args.device)
+    device = runner.resolve_device(args.device)
     env = collect_env(device)
     ctx = runner.context_for(env, suite, ranks=args.ranks)
     planned = runner.plan(suite, ctx, args.filter)

@@ -13,10 +13,8 @@ Pages (all relative links; no CDN, no web fonts, no scripts; charts are PNG file
                             values (every case in cross-profile.csv)
     roofline/<profile>.html the profile's roofline with the measured kernels on it
     stability.html          each soak: memory and step time per rank, drift, faults, losses
-    releases.html           each sweep (dsbench sweep): per case its series over the sides,
-                            confirmed steps marked, candidates that did not hold named
-    claims.html             published claims beside what dsbench measured or modelled; the
-                            stability claims beside the soaks
+    releases.html           each sweep: per case its series over the sides, confirmed steps
+    claims.html             published claims beside what dsbench measured or modelled
     asv/                    ``asv publish`` output, copied when the results folder has it
 
 Every table sits in a box that scrolls sideways (no page is wider than the window) with a CSV
