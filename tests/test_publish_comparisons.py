@@ -205,3 +205,32 @@ def test_noise_calibration_decides_single_launch_runs(tmp_path):
     assert '<tr class="better">' in page
     assert "contender: run 20261202T000000Z-run001" in page
     assert "noise calibration" in (out / "index.html").read_text()
+
+
+def test_launch_rounds_and_block_rounds_of_one_axis_are_both_shown(tmp_path):
+    """Two `dsbench ab` pairs of one axis in one group (launch rounds, then block rounds over
+    fewer cases): the comparison page and the index show both, each named by how it was
+    measured, and the block pair is judged block pair by block pair."""
+    import numpy as np
+
+    res = tmp_path / "results"
+    _verdict_runs(res)
+    rng = np.random.default_rng(0)
+    load = [np.exp(rng.normal(0, 0.2, 8)) for _ in range(4)]  # shared by the paired blocks
+    for k, (ds, scale) in enumerate((("0.18.3", 1.0), ("0.18.4", 0.8))):
+        blocks = [[100 * scale * x * (1 + 0.001 * i) for i in range(5)] for r in load for x in r]
+        per_launch = [[x for b in blocks[r * 8 : r * 8 + 8] for x in b] for r in range(4)]
+        row = make_row("adamw[size=1]", per_launch)
+        row["rounds"] = [{"launch": b // 8, "n": 5} for b in range(32)]
+        env = {"packages": {"torch": "2.13.0+cpu", "deepspeed": ds}}
+        doc = make_doc(f"2026121{k}T000000Z-bl{k:04d}", f"2026-12-1{k}T00:00:00+00:00", [row],
+                       env=env)  # fmt: skip
+        doc["ab"] = {"id": "blocks1", "side": ("baseline", "contender")[k],
+                     "spec": f"deepspeed={ds}", "pairing": "blocks", "block_pairs": 4}  # fmt: skip
+        results.write_run(doc, root=res)
+    out = tmp_path / "site"
+    assert _publish(res, out) == 0
+    page = next((out / "compare").glob("deepspeed*.html")).read_text()
+    assert "quick suite (launch rounds)" in page and "quick suite (block rounds)" in page
+    assert "paired t(3) 4 rounds of 8+ block pairs" in page
+    assert "both sides resident, taking turns in blocks" in page

@@ -267,8 +267,8 @@ def report(
     if level != 0.99:
         notes.append(
             f"judged at the {level:.4%} level of the A/B's last look "
-            f"({value_or(base.run.ab.sequential.looks)} looks, "
-            "dsbench ab --until-decided): the error rate is spent over its looks"
+            f"(after {value_or(base.run.ab.sequential.looks)} rounds a side, "
+            "dsbench ab --until-decided): the error rate is spent over its planned looks"
         )
     paired = not same_run and ab_paired(base.run, cont.run)
     if paired:

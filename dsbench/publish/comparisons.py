@@ -196,18 +196,18 @@ def is_noise(run: Run) -> bool:
     return run.purpose == "noise"
 
 
-def ab_pair(
+def ab_pairs(
     runs: list[Run], b_sel: compare.Selector, c_sel: compare.Selector
-) -> tuple[Run, Run, str] | None:
-    """The newest two runs ``dsbench ab`` measured together (``Run.ab``: same id, one
-    baseline and one contender side) that the two selectors tell apart, oriented as the axis;
-    with the note that says so."""
+) -> list[tuple[Run, Run, str]]:
+    """Every two runs ``dsbench ab`` measured together (``Run.ab``: same id, one baseline and
+    one contender side) that the two selectors tell apart, oriented as the axis, oldest first;
+    each with the note that says so."""
     sides: dict[str, dict[str, Run]] = {}
     for run in runs:
         ab = run.ab
         if ab is not None and ab.id and ab.side in ("baseline", "contender"):
             sides.setdefault(str(ab.id), {})[ab.side] = run
-    found = None
+    found = []
     for ab_id, pair_ in sides.items():
         b, c = pair_.get("baseline"), pair_.get("contender")
         if b is None or c is None:
@@ -216,9 +216,18 @@ def ab_pair(
             b, c = c, b  # measured the other way round
         if b_sel.matches(b) and c_sel.matches(c) and not (b_sel.matches(c) or c_sel.matches(b)):
             specs = " vs ".join(str(r.ab.spec or "?") for r in (b, c))
-            found = (b, c, f"measured together by dsbench ab {ab_id} ({specs}) in alternating "
-                           "rounds, each a fresh process")  # fmt: skip
+            how = ("both sides resident, taking turns in blocks" if b.ab.pairing == "blocks"
+                   else "in alternating rounds, each a fresh process")  # fmt: skip
+            found.append((b, c, f"measured together by dsbench ab {ab_id} ({specs}) {how}"))
     return found
+
+
+def ab_pair(
+    runs: list[Run], b_sel: compare.Selector, c_sel: compare.Selector
+) -> tuple[Run, Run, str] | None:
+    """The newest of :func:`ab_pairs`, or None."""
+    found = ab_pairs(runs, b_sel, c_sel)
+    return found[-1] if found else None
 
 
 def pair(
@@ -238,50 +247,58 @@ def pair(
     sides = runs if result.param else [r for r in runs if not is_noise(r)]
     for key, members in groups(sides).items():
         found = _pick(result.param, members, b_sel, c_sel, axis)
-        if found is None:
-            continue
-        base, cont, notes, history = found
-        rep = compare.report(
-            base,
-            cont,
-            axes=compare.axes_of(b_sel, c_sel),
-            factor=factor,
-            fmt="plain",
-            notes=notes,
-            runs=all_runs if all_runs is not None else runs,
-        )
-        result.pairings.append(
-            Pairing(group_name(key), base, cont, rep, history, suite=key[1], factor=factor)
-        )
+        hows = [x[4] for x in found]
+        for i, (base, cont, notes, history, how) in enumerate(found):
+            if hows.count(how) > 1:
+                how = f"{how} {hows[: i + 1].count(how)}"
+            rep = compare.report(
+                base,
+                cont,
+                axes=compare.axes_of(b_sel, c_sel),
+                factor=factor,
+                fmt="plain",
+                notes=notes,
+                runs=all_runs if all_runs is not None else runs,
+            )
+            name = group_name(key) + (f" ({how})" if len(found) > 1 else "")
+            result.pairings.append(
+                Pairing(name, base, cont, rep, history, suite=key[1], factor=factor)
+            )
     return result
 
 
-def _pick(param: bool, members: list[Run], b_sel, c_sel, axis: Axis):
-    """(baseline side, contender side, notes, history runs) of one group, or None."""
+def _pick(param: bool, members: list[Run], b_sel, c_sel, axis: Axis) -> list[tuple]:
+    """The comparisons of one group: (baseline side, contender side, notes, history runs, how
+    they were measured); one per ``dsbench ab`` of the axis in the group (launch rounds and
+    block rounds may both be there, each deciding other rows), else at most one."""
     if param:
         both = [r for r in members if b_sel.rows(r) and c_sel.rows(r)]
         if not both:
-            return None
+            return []
         # the run covering the most cases on both sides (a whole suite, not a --filter'ed
         # part of it), the newest among equals
         widest = max(range(len(both)), key=lambda i: (min(len(b_sel.rows(both[i])),
                                                         len(c_sel.rows(both[i]))), i))  # fmt: skip
         base, cont, notes = compare.pick_runs([both[widest]], axis.baseline, axis.contender)
-        return base, cont, notes, both
+        return [(base, cont, notes, both, "")]
     base_runs = [r for r in members if b_sel.matches(r)]
     cont_runs = [r for r in members if c_sel.matches(r) and r not in base_runs]
     if not base_runs or not cont_runs:
-        return None
+        return []
     chosen = [r for r in members if r in base_runs or r in cont_runs]
-    if (ab := ab_pair(chosen, b_sel, c_sel)) is not None:
-        b, c, note = ab
-        notes = [f"baseline: {b.describe()}", f"contender: {c.describe()}", note]
-        return compare.Side.whole(b), compare.Side.whole(c), notes, chosen
+    found = ab_pairs(chosen, b_sel, c_sel)
+    if found:
+        return [
+            (compare.Side.whole(b), compare.Side.whole(c),
+             [f"baseline: {b.describe()}", f"contender: {c.describe()}", note], chosen,
+             "block rounds" if b.ab.pairing == "blocks" else "launch rounds")
+            for b, c, note in found
+        ]  # fmt: skip
     try:
         base, cont, notes = compare.pick_runs(chosen, axis.baseline, axis.contender)
     except UsageError:  # no pair of runs shares a benchmark case
-        return None
-    return base, cont, notes, chosen
+        return []
+    return [(base, cont, notes, chosen, "")]
 
 
 def pair_all(runs: list[Run], factor: float = FACTOR) -> list[AxisResult]:
