@@ -14,7 +14,7 @@ from dsbench import ab, power, results
 from dsbench.cli import main
 from dsbench.cli.sweep import plan_orders
 from dsbench.errors import UsageError
-from dsbench.sweep import candidates, confirm, parse_axis
+from dsbench.sweep import candidates, confirm, parse_axis, report
 
 ROOT = Path(__file__).resolve().parents[1]
 RELEASES = ["0.17.1", "0.17.2", "0.18.3", "0.18.4", "0.18.5", "0.18.10", "0.19.0"]
@@ -167,25 +167,34 @@ def test_bisect_says_why_it_stops():
 
 
 def test_the_releases_page_shows_each_sweep_with_its_confirmed_step(tmp_path):
-    """Four sides of a synthetic sweep, a 20% drop from the third to the fourth: the page lists
-    the sides, the series table, the confirmed step and a chart per case."""
+    """Five sides of a synthetic sweep, a 20% drop from the third to the fourth and a fifth side
+    whose rows failed: the page lists the sides, the series table, the confirmed step and a
+    chart per case; the report says why the fifth measured nothing."""
     from tests.conftest import make_doc, make_row, write_json
     from tests.test_publish import _publish
 
-    specs = [f"deepspeed=0.18.{i}" for i in range(3, 7)]
+    specs = [f"deepspeed=0.18.{i}" for i in range(3, 8)]
     levels = [1.0, 1.0, 1.0, 0.8]
-    for pos, (spec, level) in enumerate(zip(specs, levels, strict=True)):
+    for pos, (spec, level) in enumerate(zip(specs[:4], levels, strict=True)):
         rounds = _series([level], rounds=3, seed=pos)[0]
         doc = make_doc(f"20261203T0000{pos:02d}Z-00000{pos}", "2026-12-03T00:00:00+00:00",
                        [make_row("adamw[params=1]", rounds)], label=f"sweep-{spec}")  # fmt: skip
-        doc["sweep"] = {"id": "sw1", "axis": "deepspeed=0.18.3..0.18.6", "sides": specs,
+        doc["sweep"] = {"id": "sw1", "axis": "deepspeed=0.18.3..0.18.7", "sides": specs,
                         "position": pos, "spec": spec, "rounds": 3,
                         "orders": [[0, 1, 2, 3]] * 3}  # fmt: skip
         write_json(tmp_path / "results" / "testbox" / f"side{pos}.json", doc)
+    failing = make_doc("20261203T000009Z-000009", "2026-12-03T00:00:00+00:00",
+                       [make_row("adamw[params=1]", [1.0], status="failed")])  # fmt: skip
+    failing["sweep"] = {"id": "sw1", "axis": "deepspeed=0.18.3..0.18.7", "sides": specs,
+                        "position": 4, "spec": "deepspeed=0.18.7", "rounds": 3}  # fmt: skip
+    write_json(tmp_path / "results" / "testbox" / "side4.json", failing)
     out = tmp_path / "site"
     assert _publish(tmp_path / "results", out) == 0
     page = (out / "releases.html").read_text()
     assert "Confirmed steps (1)" in page
     assert "adamw[params=1]: 0.18.5 -&gt; 0.18.6: x0.8" in page
-    assert page.count("<img") == 1 and "4 of 4 sides ran, 3 rounds" in page
+    assert page.count("<img") == 1 and "5 of 5 sides ran, 3 rounds" in page
+    runs = [results.read_run(p) for p in sorted((tmp_path / "results").rglob("*.json"))]
+    text = report(runs)
+    assert "deepspeed=0.18.7: 1 case(s) not measured: boom" in text, text
     assert 'href="releases.html"' in (out / "index.html").read_text()

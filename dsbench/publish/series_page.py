@@ -51,12 +51,16 @@ def sweep_section(site: Site, sweep_id: str, runs: list[Run]) -> list[Any]:
     for spec, why in (first.failed or {}).items():
         body.append(el("p", f"{spec} could not run: {why}", cls="warn"))
     rows, charts = [], []
-    for s in all_series:
+    titles = plots.short_labels([s.case for s in all_series])
+    for s, title in zip(all_series, titles, strict=True):
         base = next((r for r in s.rounds if r), None)
         points = []
         for spec, r in zip(s.sides, s.rounds, strict=True):
             if not r or base is None:
                 points.append(plots.SeriesPoint(label=_value(spec), ratio=None))
+                continue
+            if r is base:  # the reference itself: 1, no interval
+                points.append(plots.SeriesPoint(label=_value(spec), ratio=1.0))
                 continue
             v = judge(base, r, direction=s.direction or "higher")
             points.append(plots.SeriesPoint(label=_value(spec), ratio=v.ratio, low=v.low,
@@ -66,7 +70,8 @@ def sweep_section(site: Site, sweep_id: str, runs: list[Run]) -> list[Any]:
                                   confirmed=t.confirmed, change=t.verdict.change)
                  for t in s.steps]  # fmt: skip
         if len(charts) < MAX_CHARTS and base is not None:
-            draw = partial(plots.series_chart, points, steps, title=s.case)
+            draw = partial(plots.series_chart, points, steps,
+                           title=f"{s.case.split('[')[0]} {title}")  # fmt: skip
             charts.append(site.figure(draw, depth=0, alt=f"series of {s.case}"))
     body.append(table(["case", *(_value(x) for x in first.sides)], rows,
                       caption="ratio of each side's centre to the first side's"))  # fmt: skip
@@ -80,6 +85,15 @@ def sweep_section(site: Site, sweep_id: str, runs: list[Run]) -> list[Any]:
     if not all(s.detected for s in all_series):
         body.append(el("p", "ruptures was not installed where this page was built: no change "
                        "point was looked for.", cls="warn"))  # fmt: skip
+    cannot: dict[tuple[str, str], int] = {}
+    for s in all_series:
+        for spec, why in zip(s.sides, s.why, strict=True):
+            if why:
+                cannot[spec, why] = cannot.get((spec, why), 0) + 1
+    if cannot:
+        body.append(el("h3", "Not measured"))
+        body.append(el("ul", *(el("li", f"{_value(spec)}: {n} case(s): {why}")
+                               for (spec, why), n in cannot.items())))  # fmt: skip
     body += charts
     if len(all_series) > MAX_CHARTS:
         body.append(el("p", f"Charts for the first {MAX_CHARTS} of {len(all_series)} cases; "

@@ -53,7 +53,7 @@ def series_of(runs: list[Run], *, factor: float = 1.05) -> list[Series]:
         rounds = [r.round_samples("launch") if r is not None and r.ok else None for r in rows]
         why = [
             "" if r is not None and r.ok
-            else (r.why if r is not None else failed.get(s, "not run"))
+            else (r.message if r is not None else failed.get(s, "not run"))
             for s, r in zip(specs, rows, strict=True)
         ]  # fmt: skip
         s = Series(case=case, unit=ref.unit if ref else "", direction=ref.direction if ref else "",
