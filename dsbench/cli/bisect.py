@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
     sides = between(args.good, args.bad)
     case_re = "^" + re.escape(args.case) + "$"
     print(f"dsbench bisect: {len(sides) - 2} side(s) between {args.good} and {args.bad}; "
-          f"at most {max(1, (len(sides) - 1).bit_length())} probes after the first",
+          f"at most {max(0, len(sides) - 2).bit_length()} probes after the first",
           file=sys.stderr)  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="dsbench-bisect-") as tmp:
         probe = ab_probe(args.good, args, case_re, tmp)
