@@ -25,7 +25,10 @@ import os
 import sys
 from datetime import UTC, datetime
 
-MULTI_RANK = "block rounds time single-process cases; this one spawns ranks (run it in launch rounds: drop --blocks)"  # noqa: E501
+MULTI_RANK = (
+    "block rounds time single-process cases; this one spawns ranks "
+    "(run it in launch rounds: drop --blocks)"
+)
 
 
 def main(argv: list[str] | None = None) -> int:

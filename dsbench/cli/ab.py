@@ -123,7 +123,7 @@ def check_round_arguments(args: argparse.Namespace, minimum: int) -> Path:
             ) from None
     out = Path(args.out) if args.out else results.default_results_dir()
     if out.suffix == ".json":
-        raise UsageError(f"--out {out}: give a results folder (two files are written)")
+        raise UsageError(f"--out {out}: give a results folder (one file a side is written)")
     return out
 
 

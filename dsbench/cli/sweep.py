@@ -16,13 +16,17 @@ import argparse
 import random
 import sys
 import time
-from pathlib import Path
 
 from dsbench import ab, results
-from dsbench.cli.ab import _seconds, launch_folder, round_verb
+from dsbench.cli.ab import (
+    _seconds,
+    add_round_arguments,
+    check_round_arguments,
+    launch_folder,
+    round_verb,
+)
 from dsbench.errors import UsageError
 from dsbench.records import UNSET, SweepBlock
-from dsbench.suites import SUITES, check_suite
 
 DEFAULT_ROUNDS = 3
 
@@ -35,20 +39,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="the series: deepspeed=0.17.2,0.18.3..0.19.8 (X..Y: every release pip lists "
         "between), commit=A..B (first-parent commits, A included) or python=3.11,3.12",
     )
-    p.add_argument("--suite", default="quick", help=f"one of {', '.join(SUITES)} (default quick)")
-    p.add_argument("--filter", metavar="REGEX", help="only cases whose id matches")
-    p.add_argument(
-        "--rounds",
-        type=int,
-        default=DEFAULT_ROUNDS,
-        help=f"rounds, each running every side once (default {DEFAULT_ROUNDS})",
-    )
+    add_round_arguments(p, DEFAULT_ROUNDS)  # --suite --filter --rounds --device --out --label
     p.add_argument("--max-time", default="8h", metavar="DURATION",
                    help="no launch starts past this (e.g. 90m, 8h; default 8h)")  # fmt: skip
-    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
-    p.add_argument("--out", metavar="DIR", default=None,
-                   help="results folder (default: $DSBENCH_RESULTS or ./results)")  # fmt: skip
-    p.add_argument("--label", help="label prefix of the written runs")
     p.add_argument("--factor", type=float, default=1.05,
                    help="a step is confirmed only beyond this ratio (default 1.05)")  # fmt: skip
     p.add_argument("--seed", type=int, default=None, help="seed of the rounds' orders")
@@ -68,13 +61,7 @@ def plan_orders(n: int, rounds: int, seed: int) -> list[list[int]]:
 def run(args: argparse.Namespace) -> int:
     from dsbench.sweep import parse_axis, report
 
-    check_suite(args.suite)
-    if args.rounds < 2:
-        raise UsageError(f"--rounds must be at least 2 (steps are judged from rounds), "
-                         f"got {args.rounds}")  # fmt: skip
-    out = Path(args.out) if args.out else results.default_results_dir()
-    if out.suffix == ".json":
-        raise UsageError(f"--out {out}: give a results folder (one file a side is written)")
+    out = check_round_arguments(args, minimum=2)  # steps are judged from rounds
     deadline = time.monotonic() + _seconds(args.max_time)
     specs = parse_axis(args.axis)
     sides, unusable = [], {}
