@@ -248,7 +248,7 @@ def run_case(
             torch.cuda.empty_cache()
 
 
-def _setup_everywhere(
+def setup_everywhere(
     bench: Benchmark, params: dict, ctx: Context
 ) -> tuple[Case | None, Row | None]:
     """Set the case up on every rank: (case, None), or (None, a skipped/failed row naming the
@@ -296,7 +296,7 @@ def interleaved_groups(bench: Benchmark, cases: list[dict], rounds: int) -> list
     return list(groups.values())
 
 
-def _quiet_renamed_collectives() -> None:
+def quiet_renamed_collectives() -> None:
     """torch 2.13 renamed the tensor collectives DeepSpeed's comm layer calls (``*_single``);
     the old names warn once per call, that is once per step."""
     import warnings
@@ -315,7 +315,7 @@ def rank_worker(payload: dict, *, device: str, send: Callable) -> None:
 
     from dsbench.distributed import mark
 
-    _quiet_renamed_collectives()
+    quiet_renamed_collectives()
     bench = BENCHMARKS[payload["benchmark"]]
     ctx = dataclasses.replace(
         payload["ctx"], device=device, rank=dist.get_rank(), world_size=dist.get_world_size()
@@ -334,7 +334,7 @@ def rank_worker(payload: dict, *, device: str, send: Callable) -> None:
                     continue
                 mark(doing=f"timing {case_id(bench.name, cases[index])}")  # named if it dies
                 since = host_rss()
-                case, row = _setup_everywhere(bench, cases[index], ctx)
+                case, row = setup_everywhere(bench, cases[index], ctx)
                 if row is not None:
                     final[index] = row
                     continue
@@ -374,13 +374,13 @@ def memory_worker(payload: dict, *, device: str, send: Callable) -> None:
     nothing else in the process, and what the case added to the process as it started."""
     import torch.distributed as dist
 
-    _quiet_renamed_collectives()
+    quiet_renamed_collectives()
     bench = BENCHMARKS[payload["benchmark"]]
     ctx = dataclasses.replace(
         payload["ctx"], device=device, rank=dist.get_rank(), world_size=dist.get_world_size()
     )
     since = host_rss()
-    case, row = _setup_everywhere(bench, payload["case"], ctx)
+    case, row = setup_everywhere(bench, payload["case"], ctx)
     if row is not None:
         return
     m, _ = _time_case(case, ctx, MEMORY_PASS, distributed=True, since_rss=since)
@@ -406,7 +406,7 @@ def _fresh_memory(bench, params, ctx, profile, nranks: int) -> dict | None:
     return got[0] if got else None
 
 
-def _cannot_spawn(bench: Benchmark, params: dict, ctx: Context, nranks: int) -> str | None:
+def cannot_spawn(bench: Benchmark, params: dict, ctx: Context, nranks: int) -> str | None:
     """Why a multi-rank case is skipped before anything is spawned, or None."""
     if nranks < bench.min_ranks:
         return f"{bench.name} needs at least {bench.min_ranks} ranks; {nranks} requested" + (
@@ -433,7 +433,7 @@ def run_distributed(
     for nranks, asked in by_ranks.items():
         group = []
         for params in asked:
-            why = _cannot_spawn(bench, params, ctx, nranks)
+            why = cannot_spawn(bench, params, ctx, nranks)
             if why:
                 on_row(status_row(bench, params, "skipped", why))
             else:

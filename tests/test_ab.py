@@ -189,17 +189,42 @@ def test_block_rounds_pair_the_sides_and_call_a_counted_slowdown_worse(tmp_path)
     assert max(la.order for r in runs for la in r.launches) == 5
 
 
-def test_blocks_need_a_single_process_case_and_no_soak(tmp_path, capsys):
-    """--blocks with --soak, or over cases that all spawn ranks: one line, exit 2, nothing
+def test_blocks_refuse_a_soak_and_sides_that_share_no_case(tmp_path, capsys):
+    """--blocks with --soak, or sides whose workers share no case: one line, exit 2, nothing
     written."""
     sides = ["ab", "--baseline", "current", "--contender", "current", "--blocks",
              "--out", str(tmp_path)]  # fmt: skip
     assert main([*sides, "--soak=--model mlp"]) == 2
     assert "--blocks times a suite's cases in turns" in capsys.readouterr().err
-    assert main([*sides, "--filter", "allreduce.*ring.*size=1048576", "--rounds", "2"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert "--blocks: no case to time in turns" in err and "spawns ranks" in err, err
     assert not list(tmp_path.rglob("*.json"))
+
+    class Said:  # a worker that only says hello
+        def __init__(self, cases, skipped):
+            self.hello = {"cases": cases, "skipped": skipped}
+
+        def read(self):
+            return self.hello
+
+    workers = [Said(["a"], {"b": "DeepSpeed is not installed"}), Said(["b"], {})]
+    with pytest.raises(UsageError, match=r"no case to time in turns \(DeepSpeed is not installed"):
+        ab.blocks._one_round(workers, 0, ab.BLOCK_PAIRS, check=True)
+
+
+def test_blocks_time_cases_that_spawn_ranks_in_resident_groups(tmp_path):
+    """A collective in block rounds: each side's worker keeps a group of 2 ranks resident and
+    feeds it the coordinator's commands ([Note: ranks in turns]); every round keeps its 8 pairs
+    of blocks, each block the slowest rank's times."""
+    out = tmp_path / "ranks"
+    argv = ["ab", "--baseline", "current", "--contender", "current", "--blocks", "--rounds", "2",
+            "--filter", r"allreduce\[.*impl=ring,ranks=2,size=1048576",
+            "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    runs = [results.read_run(p) for p in sorted(out.rglob("*.json"))]
+    assert {(r.ab.pairing, r.ab.rounds) for r in runs} == {("blocks", 2)}
+    for run in runs:
+        (row,) = run.rows.values()
+        assert row.ok, row
+        assert [len(b) for b in row.launch_blocks()] == [ab.BLOCK_PAIRS] * 2
 
 
 def test_round_files_are_kept_when_anything_fails_after_the_rounds(capsys):

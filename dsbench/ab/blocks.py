@@ -12,7 +12,8 @@ slow). A block of each side is then within a second of one of the other's, under
 and compare judges the rounds' block pairs ([Note: paired blocks] in :mod:`dsbench.stats`).
 Each round starts both workers afresh, the other side first every other round, so a
 placement or start-up effect of one process falls in the spread of the rounds, not in the
-ratio. Cases that spawn ranks cannot take turns in one process and are left to launch rounds.
+ratio. A case that spawns ranks is timed by a group of each side's ranks, resident for the
+round and taking turns the same way ([Note: ranks in turns] in :mod:`dsbench.ab.worker`).
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 cases of a suite and times them in blocks when the coordinator says, so that the two sides take
 turns within seconds ([Note: sides in turns]).
 
-Run as ``python -m dsbench.ab.worker --suite S [--filter RE] --device D --out FILE`` under the
-side's interpreter and import path. It reads one JSON command a line on stdin and answers each
-with one JSON line on stdout (what the libraries print goes to stderr):
+Run as ``python -m dsbench.ab.worker --suite S [--filter RE] --device D --out FILE``
+under the side's interpreter and import path. It reads one JSON command a line on stdin and
+answers each with one JSON line on stdout (what the libraries print goes to stderr):
 
 - at start, unasked: ``{"cases": [id, ...], "skipped": {id: why}}``, the cases it can time;
 - ``{"op": "setup", "id": ID}``: set the case up and warm it up; ``{"per_call": seconds}``, or
@@ -15,20 +15,38 @@ with one JSON line on stdout (what the libraries print goes to stderr):
 - ``{"op": "done"}``: the case's row from its blocks (each block one in-launch round), torn down;
   ``{"op": "drop", "why": ...}``: torn down unmeasured (the other side could not set it up);
 - ``{"op": "finish"}``: the run written to ``--out`` as ``dsbench run`` writes one; then exit.
+
+A case that spawns ranks (training steps, collectives) is timed by a resident group of ranks
+([Note: ranks in turns]); the rest in this process.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
+import pickle
+import queue
 import sys
-from datetime import UTC, datetime
+import threading
+from datetime import UTC, datetime, timedelta
 
-MULTI_RANK = (
-    "block rounds time single-process cases; this one spawns ranks "
-    "(run it in launch rounds: drop --blocks)"
-)
+GROUP_LIFETIME_S = 12 * 3600.0
+"""The longest a group of ranks lives (the worker's round ends it long before)."""
+IDLE_S = 3600.0
+"""How long a rank waits for its next command: the other side's turn, or its set-up of a case."""
+
+# [Note: ranks in turns]
+# A case that spawns ranks cannot be timed in the worker's own process, and spawning its ranks
+# for every block would time start-ups. So the worker starts a group of ranks
+# (:func:`dsbench.distributed.spawn_ranks`, as ``dsbench run`` does) that stays resident while
+# consecutive cases ask for the same number of ranks, and passes them each command through a
+# ``TCPStore`` the worker holds (key ``cmd<i>``; a rank waits on the next key, idle, while the
+# other side takes its turn). All ranks set up, warm up and time a block together (the timing
+# core's distributed mode: barriers, the slowest rank's times); rank 0 answers. Both sides' ranks
+# are resident at once and only one side's run at a time, so each side's ranks get the cores
+# (or GPUs) they would get alone. A rank that dies ends the group; the next case starts a new one.
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,66 +67,220 @@ def main(argv: list[str] | None = None) -> int:
     from dsbench import results, runner
     from dsbench.envinfo import collect_env
     from dsbench.memory import release_freed
-    from dsbench.suites import Skip
-    from dsbench.timing import measure, merge
 
     started = datetime.now(UTC)
     env = collect_env(runner.resolve_device(args.device))
     ctx = runner.context_for(env, args.suite)
     profile = runner.profile_for(env, ctx, measure=False)
     planned = {p.id: p for p in runner.plan(args.suite, ctx, args.filter)}
-    rows = {
-        pid: runner.status_row(p.bench, p.params, "skipped", MULTI_RANK)
-        for pid, p in planned.items()
-        if p.bench.ranks_param
-    }
+    rows = {}
+    for pid, p in planned.items():
+        if p.bench.ranks_param:
+            why = runner.cannot_spawn(p.bench, p.params, ctx, p.params[p.bench.ranks_param])
+            if why:
+                rows[pid] = runner.status_row(p.bench, p.params, "skipped", why)
     reply({"cases": [pid for pid in planned if pid not in rows],
            "skipped": {pid: r.reason for pid, r in rows.items()}})  # fmt: skip
-    case = current = None
-    parts = []
-    for line in sys.stdin:
-        cmd = json.loads(line)
-        op = cmd["op"]
-        if op == "setup":
-            current, parts = planned[cmd["id"]], []
-            try:
-                case = current.bench.setup(current.params, ctx)
-                warm = measure(case.fn, device=ctx.torch_device, args=case.args,
-                               config=block_config(3))  # fmt: skip
-                reply({"per_call": warm.summary.median})
-            except Exception as exc:
-                status = "skipped" if isinstance(exc, Skip) else "failed"
-                why = str(exc) if status == "skipped" else runner.error_text(exc)
-                rows[current.id] = runner.status_row(current.bench, current.params, status, why)
-                case = teardown(case)
-                reply({"status": status, "why": why})
-        elif op == "block":
-            m = measure(case.fn, device=ctx.torch_device, args=case.args,
-                        config=block_config(int(cmd["reps"])))  # fmt: skip
-            parts.append(m)
-            reply({"median": m.summary.median})
-        elif op == "done":
-            rows[current.id] = runner.ok_row(current.bench, current.params, case, merge(parts),
-                                             profile)  # fmt: skip
-            case = teardown(case)
-            release_freed(ctx.device)
-            reply({"ok": True})
-        elif op == "drop":
-            rows[current.id] = runner.status_row(current.bench, current.params, "skipped",
-                                                 f"not timed: {cmd['why']}")  # fmt: skip
-            case = teardown(case)
-            reply({"ok": True})
-        elif op == "finish":
-            record = runner.new_run_doc(
-                suite=args.suite, label=None, env=env, profile=profile,
-                rows=[rows[pid] for pid in planned if pid in rows], started=started,
-            )  # fmt: skip
-            results.write_run(record, path=args.out)
-            reply({"ok": True})
-            return 0
-        else:
-            raise ValueError(f"unknown command {op!r}")
+    here = Timed(ctx, profile)
+    group: RankGroup | None = None
+    timed = current = None
+    try:
+        for line in sys.stdin:
+            cmd = json.loads(line)
+            op = cmd["op"]
+            if op == "setup":
+                current = planned[cmd["id"]]
+                timed = here
+                if current.bench.ranks_param:
+                    nranks = current.params[current.bench.ranks_param]
+                    if group is None or group.nranks != nranks or not group.alive():
+                        if group is not None:
+                            group.close()
+                        group = RankGroup(nranks, ctx, profile)
+                    timed = group
+                got = timed.setup(current.bench.name, current.params)
+                if "per_call" not in got:
+                    rows[current.id] = runner.status_row(current.bench, current.params,
+                                                         got["status"], got["why"])  # fmt: skip
+                reply(got)
+            elif op == "block":
+                reply(timed.block(int(cmd["reps"])))
+            elif op == "done":
+                rows[current.id] = timed.done()
+                release_freed(ctx.device)
+                reply({"ok": True})
+            elif op == "drop":
+                timed.drop()
+                rows[current.id] = runner.status_row(current.bench, current.params, "skipped",
+                                                     f"not timed: {cmd['why']}")  # fmt: skip
+                reply({"ok": True})
+            elif op == "finish":
+                record = runner.new_run_doc(
+                    suite=args.suite, label=None, env=env, profile=profile,
+                    rows=[rows[pid] for pid in planned if pid in rows], started=started,
+                )  # fmt: skip
+                results.write_run(record, path=args.out)
+                reply({"ok": True})
+                return 0
+            else:
+                raise ValueError(f"unknown command {op!r}")
+    finally:
+        if group is not None:
+            group.close()
     return 1  # stdin closed before "finish": the coordinator stopped
+
+
+class Timed:
+    """One case at a time, set up, warmed up and timed in blocks: in this process, or on each
+    rank of a group (``distributed``: set up everywhere, timed together)."""
+
+    def __init__(self, ctx, profile, distributed: bool = False):
+        self.ctx, self.profile, self.distributed = ctx, profile, distributed
+        self.case = self.bench = self.params = None
+        self.parts: list = []
+
+    def setup(self, name: str, params: dict) -> dict:
+        from dsbench import runner
+        from dsbench.suites import BENCHMARKS, Skip
+
+        self.bench, self.params, self.parts = BENCHMARKS[name], params, []
+        try:
+            if self.distributed:
+                self.case, row = runner.setup_everywhere(self.bench, params, self.ctx)
+                if row is not None:
+                    return {
+                        "status": row.status,
+                        "why": row.error if row.status == "failed" else row.reason,
+                    }
+            else:
+                self.case = self.bench.setup(params, self.ctx)
+            return {"per_call": self._measure(3).summary.median}
+        except Exception as exc:
+            self.drop()
+            if isinstance(exc, Skip):
+                return {"status": "skipped", "why": str(exc)}
+            return {"status": "failed", "why": runner.error_text(exc)}
+
+    def _measure(self, reps: int):
+        from dsbench.timing import measure
+
+        return measure(self.case.fn, device=self.ctx.torch_device, args=self.case.args,
+                       config=block_config(reps), distributed=self.distributed)  # fmt: skip
+
+    def block(self, reps: int) -> dict:
+        m = self._measure(reps)
+        self.parts.append(m)
+        return {"median": m.summary.median}
+
+    def done(self):
+        from dsbench import runner
+        from dsbench.timing import merge
+
+        row = runner.ok_row(self.bench, self.params, self.case, merge(self.parts), self.profile)
+        self.drop()
+        return row
+
+    def drop(self) -> None:
+        if self.case is not None and self.case.teardown is not None:
+            self.case.teardown()
+        self.case = None
+
+
+class RankGroup:
+    """A resident group of ``nranks`` ranks timing cases as this worker's commands say
+    ([Note: ranks in turns]); the same calls as :class:`Timed`, answered by rank 0."""
+
+    def __init__(self, nranks: int, ctx, profile):
+        from torch.distributed import TCPStore
+
+        self.nranks, self.sent, self.failure = nranks, 0, None
+        self.store = TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False,
+                              timeout=timedelta(seconds=IDLE_S))  # fmt: skip
+        self.replies: queue.Queue = queue.Queue()
+        payload = {"port": self.store.port, "ctx": ctx, "profile": profile}
+        self.thread = threading.Thread(
+            target=self._run, args=(payload, "cuda" if ctx.gpu else "cpu"), daemon=True
+        )
+        self.thread.start()
+
+    def _run(self, payload: dict, device_type: str) -> None:
+        from dsbench.distributed import spawn_ranks
+
+        try:
+            spawn_ranks("dsbench.ab.worker:rank_loop", self.nranks, payload,
+                        device_type=device_type, on_message=lambda rank, msg: self.replies.put(msg),
+                        timeout_s=GROUP_LIFETIME_S)  # fmt: skip
+        except BaseException as exc:  # RankFailure names the rank and the cause
+            self.failure = str(exc)
+        self.replies.put(None)
+
+    def alive(self) -> bool:
+        return self.thread.is_alive()
+
+    def _ask(self, op: str, **cmd):
+        from dsbench.distributed import RankFailure
+
+        self.store.set(f"cmd{self.sent}", pickle.dumps({"op": op, **cmd}))
+        self.sent += 1
+        got = self.replies.get()
+        if got is None:
+            self.replies.put(None)  # and so for every later question
+            raise RankFailure(self.failure or "the ranks exited")
+        return got
+
+    def setup(self, name: str, params: dict) -> dict:
+        try:
+            return self._ask("setup", name=name, params=params)
+        except RuntimeError as exc:
+            return {"status": "failed", "why": str(exc)}
+
+    def block(self, reps: int) -> dict:
+        return self._ask("block", reps=reps)
+
+    def done(self):
+        return self._ask("done")
+
+    def drop(self) -> None:
+        self._ask("drop")
+
+    def close(self) -> None:
+        if self.alive():
+            self.store.set(f"cmd{self.sent}", pickle.dumps({"op": "quit"}))
+            self.thread.join(60)
+
+
+def rank_loop(payload: dict, *, device: str, send) -> None:
+    """On each rank of a :class:`RankGroup`: the worker's commands, in order, until ``quit``."""
+    import dataclasses
+
+    import torch.distributed as dist
+    from torch.distributed import TCPStore
+
+    from dsbench.runner import quiet_renamed_collectives
+
+    quiet_renamed_collectives()
+    ctx = dataclasses.replace(
+        payload["ctx"], device=device, rank=dist.get_rank(), world_size=dist.get_world_size()
+    )
+    store = TCPStore("127.0.0.1", payload["port"], is_master=False,
+                     timeout=timedelta(seconds=IDLE_S))  # fmt: skip
+    timed = Timed(ctx, payload["profile"], distributed=True)
+    for i in itertools.count():
+        cmd = pickle.loads(store.get(f"cmd{i}"))
+        op = cmd["op"]
+        if op == "quit":
+            return
+        if op == "setup":
+            got = timed.setup(cmd["name"], cmd["params"])
+        elif op == "block":
+            got = timed.block(cmd["reps"])
+        elif op == "done":
+            got = timed.done()
+        else:  # drop
+            timed.drop()
+            got = {"ok": True}
+        if ctx.rank == 0:
+            send(got)
 
 
 def block_config(reps: int):
@@ -117,11 +289,6 @@ def block_config(reps: int):
 
     return TimingConfig(warmup_s=0.0, min_warmup=2, min_reps=reps, max_reps=reps, budget_s=0.0,
                         target_rel_ci=0.0)  # fmt: skip
-
-
-def teardown(case) -> None:
-    if case is not None and case.teardown is not None:
-        case.teardown()
 
 
 if __name__ == "__main__":

@@ -100,7 +100,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="both sides resident in each round, taking turns timing each case in blocks of "
         "~50 ms, judged block pair by block pair: load that moves within seconds falls on both "
-        "sides alike (single-process cases; cases that spawn ranks are skipped)",
+        "sides alike (cases that spawn ranks: each side's ranks resident, taking turns)",
     )
     p.add_argument(
         "--soak",
