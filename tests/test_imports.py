@@ -167,3 +167,27 @@ def test_records_metrics_match_the_definitions():
         for b in [*BENCHMARKS.values(), *CEILINGS.values()]
     }
     assert defined == METRICS
+
+
+def test_every_package_is_installed():
+    """pyproject lists packages by hand (kernels/ and hardware_profiles/ are installed inside
+    dsbench): a package folder missing there runs from the checkout and breaks every install
+    (asv's environments could not import dsbench.records)."""
+    import tomllib
+
+    tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    where = {name: ROOT / folder for name, folder in tool["package-dir"].items()}
+
+    def folder(package: str) -> Path:
+        top = max((n for n in where if package == n or package.startswith(n + ".")), key=len)
+        return where[top].joinpath(*package[len(top) :].split(".")[1:])
+
+    listed = {folder(p).resolve() for p in tool["packages"]}
+    found = {
+        init.parent.resolve()
+        for top in where.values()
+        for init in top.rglob("__init__.py")
+        if "__pycache__" not in init.parts
+    }
+    assert sorted(map(str, found - listed)) == []
+    assert sorted(map(str, listed - found)) == []
