@@ -198,3 +198,32 @@ def test_the_releases_page_shows_each_sweep_with_its_confirmed_step(tmp_path):
     text = report(runs)
     assert "deepspeed=0.18.7: 1 case(s) not measured: boom" in text, text
     assert 'href="releases.html"' in (out / "index.html").read_text()
+
+
+def test_the_history_page_confirms_a_step_over_commits_within_one_setting(tmp_path):
+    """Four runs of one setting over commits (3 launches each), 20% slower from the third on,
+    and a run of another Python at the lower level: the history page confirms the one step
+    between the second and the third commit and draws its chart; the other setting's run is
+    not in that series (an A/B's sides are settings, not a history)."""
+    from tests.conftest import make_doc, make_row, write_json
+    from tests.test_publish import _publish
+
+    levels = [1.0, 1.0, 0.8, 0.8]
+    for pos, level in enumerate(levels):
+        doc = make_doc(f"20261205T0000{pos:02d}Z-00000{pos}", f"2026-12-05T00:0{pos}:00+00:00",
+                       [make_row("adamw[params=1]", _series([level], rounds=3, seed=pos)[0])],
+                       label=f"c{pos + 1}")  # fmt: skip
+        doc["launches"] = [{"started": doc["created"]}] * 3
+        write_json(tmp_path / "results" / "testbox" / f"c{pos}.json", doc)
+    other = make_doc("20261205T000009Z-000009", "2026-12-05T00:09:00+00:00",
+                     [make_row("adamw[params=1]", _series([0.8], rounds=3, seed=9)[0])],
+                     label="py312", env={"python": {"version": "3.12.1"}})  # fmt: skip
+    other["launches"] = [{"started": other["created"]}] * 3
+    write_json(tmp_path / "results" / "testbox" / "py312.json", other)
+    out = tmp_path / "site"
+    assert _publish(tmp_path / "results", out) == 0
+    page = (out / "history.html").read_text()
+    assert "Steps over 4 runs of several launches in one setting" in page
+    assert "Confirmed steps (1)" in page
+    assert "adamw[params=1]: c2 -&gt; c3: x0.8" in page
+    assert 'alt="series of adamw[params=1]"' in page

@@ -253,13 +253,18 @@ def rows_table(run: Run) -> Html:
 def history_page(site: Site) -> None:
     groups: dict[tuple[str, str, str], list[Run]] = {}
     for run in site.runs:
+        if run.sweep is not None:
+            continue  # a sweep's sides are a series of their own (releases.html)
         key = (run.source, run.machine, str(run.suite or "-"))
         groups.setdefault(key, []).append(run)
     body: list[Any] = [
         el(
             "p",
             "Each benchmark's median across the runs of one machine and "
-            "suite, oldest first (x: label, else commit and date).",
+            "suite, oldest first (x: label, else commit and date); then, over the runs of "
+            "several launches each, every case's steps: change points found in its series and "
+            "confirmed by the A/B of the two runs beside each (as on the releases page). A "
+            "sweep's sides are on the releases page.",
             cls="note",
         )
     ]
@@ -303,6 +308,7 @@ def history_page(site: Site) -> None:
                 )
             )
             drawn += 1
+        body += history_steps(site, members)
     if not drawn:
         body.append(
             el(
@@ -313,3 +319,37 @@ def history_page(site: Site) -> None:
             )
         )
     site.write("history.html", "History", join(body))
+
+
+ENVIRONMENT = ("python", "torch", "triton", "numpy", "deepspeed", "backend", "device", "cpu")
+"""What a run's setting is, apart from the dsbench commit: runs over commits are compared within
+one setting (an A/B's two sides are two settings, not a history)."""
+
+
+def history_steps(site: Site, members: list[Run]) -> list[Any]:
+    """Per setting (:data:`ENVIRONMENT`), the steps over its runs of several launches (the unit
+    of evidence), oldest first: found, then confirmed or not held, with a chart per case that
+    has a candidate."""
+    from dsbench.publish.series_page import series_parts, steps_lists
+    from dsbench.sweep import series_over
+
+    settings: dict[tuple, list[Run]] = {}
+    for run in members:
+        if len(run.launches or ()) >= 2:
+            settings.setdefault(tuple(run.fields.get(k) for k in ENVIRONMENT), []).append(run)
+    body: list[Any] = []
+    for runs in settings.values():
+        if len(runs) < 2:
+            continue
+        all_series = series_over([short_run(r) for r in runs], runs)
+        _, charts = series_parts(site, all_series, chart_if=lambda s: bool(s.steps))
+        names = ", ".join(short_run(r) for r in runs)
+        body.append(el("p", f"Steps over {len(runs)} runs of several launches in one setting, "
+                       f"oldest first (ratio to the first, 99% intervals): {names}.",
+                       cls="note"))  # fmt: skip
+        body += [*steps_lists(all_series), *charts]
+    if not body:
+        body.append(el("p", "Steps over runs are looked for between runs of several launches "
+                       "each (dsbench ab's sides, dsbench noise) in one setting; this group has "
+                       "no two such runs.", cls="note"))  # fmt: skip
+    return body

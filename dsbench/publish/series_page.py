@@ -5,6 +5,7 @@ as such ([Note: steps found, then confirmed] in :mod:`dsbench.sweep.steps`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +16,7 @@ from dsbench.stats import judge
 if TYPE_CHECKING:
     from dsbench.publish.site import Site
     from dsbench.results import Run
+    from dsbench.sweep import Series
 
 PAGE = "releases.html"
 MAX_CHARTS = 12
@@ -37,7 +39,6 @@ def _value(spec: str) -> str:
 
 def sweep_section(site: Site, sweep_id: str, runs: list[Run]) -> list[Any]:
     from dsbench.sweep import series_of
-    from dsbench.sweep.series import step_text
 
     all_series = series_of(runs)
     first = runs[0].sweep
@@ -50,6 +51,35 @@ def sweep_section(site: Site, sweep_id: str, runs: list[Run]) -> list[Any]:
     ]  # fmt: skip
     for spec, why in (first.failed or {}).items():
         body.append(el("p", f"{spec} could not run: {why}", cls="warn"))
+    rows, charts = series_parts(site, all_series)
+    body.append(table(["case", *(_value(x) for x in first.sides)], rows,
+                      caption="ratio of each side's centre to the first side's"))  # fmt: skip
+    body += steps_lists(all_series)
+    if not all(s.detected for s in all_series):
+        body.append(el("p", "ruptures was not installed where this page was built: no change "
+                       "point was looked for.", cls="warn"))  # fmt: skip
+    cannot: dict[tuple[str, str], int] = {}
+    for s in all_series:
+        for spec, why in zip(s.sides, s.why, strict=True):
+            if why:
+                cannot[spec, why] = cannot.get((spec, why), 0) + 1
+    if cannot:
+        body.append(el("h3", "Not measured"))
+        body.append(el("ul", *(el("li", f"{_value(spec)}: {n} case(s): {why}")
+                               for (spec, why), n in cannot.items())))  # fmt: skip
+    body += charts
+    if len(all_series) > MAX_CHARTS:
+        body.append(el("p", f"Charts for the first {MAX_CHARTS} of {len(all_series)} cases; "
+                       "the table has them all."))  # fmt: skip
+    return body
+
+
+def series_parts(
+    site: Site, all_series: list[Series], chart_if: Callable[[Series], bool] = lambda s: True
+) -> tuple[list[list[str]], list[Any]]:
+    """Per series its table row (the case, then each side's ratio to the first side that ran)
+    and, for at most :data:`MAX_CHARTS` of those ``chart_if`` picks, its chart: the ratios with
+    their 99% intervals, steps marked."""
     rows, charts = [], []
     titles = plots.short_labels([s.case for s in all_series])
     for s, title in zip(all_series, titles, strict=True):
@@ -69,35 +99,24 @@ def sweep_section(site: Site, sweep_id: str, runs: list[Run]) -> list[Any]:
         steps = [plots.SeriesStep(before=t.before, after=t.after, ratio=t.verdict.ratio,
                                   confirmed=t.confirmed, change=t.verdict.change)
                  for t in s.steps]  # fmt: skip
-        if len(charts) < MAX_CHARTS and base is not None:
+        if len(charts) < MAX_CHARTS and base is not None and chart_if(s):
             draw = partial(plots.series_chart, points, steps,
                            title=f"{s.case.split('[')[0]} {title}")  # fmt: skip
             charts.append(site.figure(draw, depth=0, alt=f"series of {s.case}"))
-    body.append(table(["case", *(_value(x) for x in first.sides)], rows,
-                      caption="ratio of each side's centre to the first side's"))  # fmt: skip
+    return rows, charts
+
+
+def steps_lists(all_series: list[Series]) -> list[Any]:
+    """The confirmed steps, then the candidates that did not hold (if any)."""
+    from dsbench.sweep.series import step_text
+
     confirmed = [step_text(s, t) for s in all_series for t in s.steps if t.confirmed]
     not_held = [step_text(s, t) for s in all_series for t in s.steps if not t.confirmed]
-    body.append(el("h3", f"Confirmed steps ({len(confirmed)})"))
+    body: list[Any] = [el("h3", f"Confirmed steps ({len(confirmed)})")]
     body.append(el("ul", *(el("li", x) for x in confirmed)) if confirmed else el("p", "None."))
     if not_held:
         body.append(el("h3", f"Candidates that did not hold ({len(not_held)})"))
         body.append(el("ul", *(el("li", x) for x in not_held)))
-    if not all(s.detected for s in all_series):
-        body.append(el("p", "ruptures was not installed where this page was built: no change "
-                       "point was looked for.", cls="warn"))  # fmt: skip
-    cannot: dict[tuple[str, str], int] = {}
-    for s in all_series:
-        for spec, why in zip(s.sides, s.why, strict=True):
-            if why:
-                cannot[spec, why] = cannot.get((spec, why), 0) + 1
-    if cannot:
-        body.append(el("h3", "Not measured"))
-        body.append(el("ul", *(el("li", f"{_value(spec)}: {n} case(s): {why}")
-                               for (spec, why), n in cannot.items())))  # fmt: skip
-    body += charts
-    if len(all_series) > MAX_CHARTS:
-        body.append(el("p", f"Charts for the first {MAX_CHARTS} of {len(all_series)} cases; "
-                       "the table has them all."))  # fmt: skip
     return body
 
 

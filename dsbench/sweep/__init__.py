@@ -5,7 +5,7 @@ interleaved rounds, and the steps of each case's series found and confirmed
 from __future__ import annotations
 
 from dsbench.sweep.axis import SWEEP_KINDS, parse_axis
-from dsbench.sweep.series import Series, report, series_of
+from dsbench.sweep.series import Series, report, series_of, series_over
 from dsbench.sweep.steps import Step, candidates, confirm
 
 __all__ = [
@@ -17,4 +17,5 @@ __all__ = [
     "parse_axis",
     "report",
     "series_of",
+    "series_over",
 ]

@@ -44,20 +44,34 @@ def series_of(runs: list[Run], *, factor: float = 1.05) -> list[Series]:
     runs = sweep_runs(runs)
     specs = list(runs[0].sweep.sides)
     by_spec = {r.sweep.spec: r for r in runs}
-    failed = runs[0].sweep.failed or {}
-    cases = list(dict.fromkeys(bid for r in runs for bid in r.rows))
+    return series_over(specs, [by_spec.get(s) for s in specs], runs[0].sweep.failed or {},
+                       factor=factor)  # fmt: skip
+
+
+def series_over(
+    labels: list[str],
+    runs: list[Run | None],
+    failed: dict[str, str] | None = None,
+    *,
+    factor: float = 1.05,
+) -> list[Series]:
+    """Per case, its series over ``runs`` in the order given, with the steps found in it and
+    confirmed: a sweep's sides, or one machine's runs of a suite over commits (the history
+    page). None is a side that did not run (``failed[label]`` says why)."""
+    failed = failed or {}
+    cases = list(dict.fromkeys(bid for r in runs if r is not None for bid in r.rows))
     out = []
     for case in cases:
-        rows = [by_spec[s].rows.get(case) if s in by_spec else None for s in specs]
+        rows = [r.rows.get(case) if r is not None else None for r in runs]
         ref = next((r for r in rows if r is not None and r.ok), None)
         rounds = [r.round_samples("launch") if r is not None and r.ok else None for r in rows]
         why = [
             "" if r is not None and r.ok
             else (r.message if r is not None else failed.get(s, "not run"))
-            for s, r in zip(specs, rows, strict=True)
+            for s, r in zip(labels, rows, strict=True)
         ]  # fmt: skip
         s = Series(case=case, unit=ref.unit if ref else "", direction=ref.direction if ref else "",
-                   sides=specs, rounds=rounds, why=why)  # fmt: skip
+                   sides=labels, rounds=rounds, why=why)  # fmt: skip
         ok = [i for i, r in enumerate(rounds) if r]
         if ref is not None and len(ok) >= 2:
             found = candidates([rounds[i] for i in ok])
