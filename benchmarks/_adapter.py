@@ -92,7 +92,7 @@ def asv_class(bench: Benchmark) -> type:
         return row
 
     def track_primary(self, *args):
-        return measured_row(self, *args).value
+        return one_sample(measured_row(self, *args).value)
 
     track_primary.unit = primary.unit
     attrs = {
@@ -118,11 +118,19 @@ def asv_class(bench: Benchmark) -> type:
     if ctx.gpu:  # asv's peakmem_ sees host memory only; the GPU allocator's peak is tracked
 
         def track_device_peak_bytes(self, *args):
-            return measured_row(self, *args).memory.device_peak_allocated_bytes
+            return one_sample(measured_row(self, *args).memory.device_peak_allocated_bytes)
 
         track_device_peak_bytes.unit = "bytes"
         attrs["track_device_peak_bytes"] = track_device_peak_bytes
     return type(bench.name.title().replace("_", ""), (), attrs)
+
+
+def one_sample(value: float) -> dict:
+    """A ``track_`` value as asv keeps a timing result, ``{"samples": [value], "number": 1}``:
+    asv then appends each round's sample (``--record-samples``) and reports their median with its
+    own statistics, where a plain number would be overwritten by every round, leaving the last
+    one alone. Each sample is one round, a fresh process: one launch for compare."""
+    return {"samples": [float(value)], "number": 1}
 
 
 def torch_sync():

@@ -60,10 +60,11 @@ ASV_UNITS = {"time": "seconds", "peakmem": "bytes", "mem": "bytes", "track": "un
 """asv's default unit per benchmark type (its prefix)."""
 PACKAGES = ("torch", "triton", "numpy", "deepspeed")
 ONE_VALUE_PER_ROUND = ("track", "peakmem", "mem")
-"""asv benchmark types that give one value per round (a fresh process each): with
-``--record-samples`` each of their samples is one launch, the unit compare judges by. A
-``time_`` benchmark's samples from several rounds are stored without their boundaries, so they
-count as one launch."""
+"""asv benchmark types that give one value per round (a fresh process each): where asv kept
+their samples (``--record-samples``; dsbench's ``track_`` benchmarks return a one-sample timing
+result so that it does, ``benchmarks/_adapter.py``'s ``one_sample``), each sample is one launch,
+the unit compare judges by. A ``time_`` benchmark's samples from several rounds are stored without
+their boundaries, so they count as one launch."""
 ASV_STATS = ("ci_99_a", "ci_99_b", "q_25", "q_75", "number", "repeat")
 
 
