@@ -341,10 +341,16 @@ def decide_text(axis: Axis, p: Pairing) -> str:
     from dsbench.suites import SUITES
 
     text = axis.decide.format(suite=p.suite if p.suite in SUITES else axis.suite)
-    if any(is_asv(side.run) for side in (p.baseline, p.contender)):
+    asv_sides = [side.run for side in (p.baseline, p.contender) if is_asv(side.run)]
+    if any(row.ok and row.stats.n == 1 for run in asv_sides for row in run.rows.values()):
         text += (
             "; for asv's own runs: several rounds with `--record-samples` (asv --quick keeps "
             "one value per case; see the README)"
+        )
+    elif asv_sides:
+        text += (
+            "; for asv's own runs: more rounds (`asv run -a rounds=N --record-samples "
+            "--interleave-rounds`; each round is one launch)"
         )
     return text
 

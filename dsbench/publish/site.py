@@ -8,8 +8,7 @@ Pages (all relative links; no CDN, no web fonts, no scripts; charts are PNG file
     comparisons.html        which comparisons have data, and what to run for the others
     compare/<axis>.html     table (dsbench.compare), grouped bars with 99% CI, % of peak, history
     runs/<run>.html         one run: every row, the full environment, the hardware profile
-    history.html            each benchmark across the runs of a machine and suite; per setting,
-                            the steps over its runs of several launches, found and confirmed
+    history.html            each benchmark across a machine's runs of a suite; steps over commits
     profiles.html           benchmark families x profiles: modelled floors beside measured
                             values (every case in cross-profile.csv)
     roofline/<profile>.html the profile's roofline with the measured kernels on it
