@@ -118,14 +118,17 @@ def test_merged_launches_keep_each_launchs_samples(tmp_path):
     assert a["value"] == pytest.approx(centre([[1.0, 2.0, 3.0], [4.0, 4.0]]))  # sqrt(2 * 4)
     assert a["launch_values"] == [2.0, 4.0]
     assert a["memory"] == {"host_peak_rss_bytes": 5, "fresh_process": {"host_peak_rss_bytes": 7}}
+    assert a["launch_memory"] == [first["memory"], second["memory"]]  # for compare to judge
+    merged = results.validate(doc, "<merged>").benchmarks[0]
+    assert merged.peak_memory() == ("peak RSS, case alone in fresh ranks", [3.0, 7.0])
     assert b["status"] == "failed" and b["error"].startswith("launch 1: boom")
     assert [x["order"] for x in doc["launches"]] == [0, 2] and doc["purpose"] == "noise"
     assert results.row_rounds(a) == [[1.0, 2.0, 3.0], [4.0, 4.0]]
 
 
 def test_merged_rows_keep_the_key_order_of_their_launches():
-    """Merging writes a row's keys where its launches had them, then launch_values, memory and
-    launch_drifts (a soak row's drift): the same file, byte for byte, as before typed rows."""
+    """Merging writes a row's keys where its launches had them, then launch_values, memory,
+    launch_memory (where a launch measured memory) and launch_drifts (a soak row's drift)."""
     soak = sorted(FIXTURE_RESULTS.rglob("*-soak-dsbench-zero2.json"))[0]
     launches = []
     for k in range(2):
@@ -134,7 +137,8 @@ def test_merged_rows_keep_the_key_order_of_their_launches():
         launches.append(la)
     merged = ab.merge_launches(launches).to_json()["benchmarks"]
     for before, after in zip(launches[0].run.record.to_json()["benchmarks"], merged, strict=True):
-        added = ["launch_values", "memory"] + (["launch_drifts"] if "drift" in before else [])
+        added = ["launch_values", "memory", *(["launch_memory"] if before.get("memory") else []),
+                 *(["launch_drifts"] if "drift" in before else [])]  # fmt: skip
         assert list(after) == list(before) + [k for k in added if k not in before]
     failed = ab.merge_row([(0, launches[0].run.rows[merged[0]["id"]]), (1, None)],
                            centre, None, None).to_json()  # fmt: skip

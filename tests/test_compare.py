@@ -305,3 +305,42 @@ def test_parameter_selector_compares_two_sides_of_one_run(tmp_path, capsys):
     assert "unchanged" in lines["train_step[stage=2]"]  # +1.3%: within the factor
     assert "rounds = alternating rounds of one launch" in out  # the unit: in-launch rounds
     assert "t(10)+bootstrap 6+6 rounds" in lines["train_step[stage=1]"]
+
+
+def _with_memory(bid: str, peaks_mib, *, alone=True, device=False):
+    """A training-like row over len(peaks_mib) launches, each launch's memory holding the case's
+    peak (MiB) alone in fresh ranks, or only the shared process's resident set."""
+    row = make_row(bid, [[100.0, 101.0, 99.0] for _ in peaks_mib], unit="samples/s")
+    mems = []
+    for p in peaks_mib:
+        own = {"host_peak_rss_bytes": int(p * 2**20)}
+        if device:
+            own["device_peak_allocated_bytes"] = int(p * 2**20)
+        mems.append({"host_peak_rss_bytes": int((p + 500) * 2**20), "fresh_process": own}
+                    if alone else {"host_peak_rss_bytes": int(p * 2**20)})  # fmt: skip
+    row["memory"], row["launch_memory"] = mems[0], mems
+    return row
+
+
+def test_peak_memory_is_judged_over_launches_where_the_case_was_measured_alone():
+    """A merged training row carries each launch's memory; its peak alone in fresh ranks is
+    judged over the launches like time (lower is better): 8% more is worse, the same peaks
+    are unchanged; a resident set taken in a shared process gets no memory row at all."""
+    bid = "train_step[model=mlp,stage=2]"
+    base = _with_memory(bid, [1000, 1001, 999, 1000, 1002, 1000])
+    grown = _with_memory(bid, [1080, 1081, 1079, 1080, 1082, 1080])
+    rows = compare.compare_rows({bid: base}, {bid: grown})
+    assert [r.id for r in rows] == [bid, "train_step.peak_memory[model=mlp,stage=2]"]
+    mem = rows[1]
+    assert mem.change == "worse" and mem.unit == "MiB" and mem.direction == "lower"
+    assert mem.ratio == pytest.approx(1.08, rel=1e-3)
+    assert mem.baseline == pytest.approx(1000.33, abs=0.01)
+    assert mem.basis.startswith("peak RSS, case alone in fresh ranks; ")
+    (_, same) = compare.compare_rows({bid: base}, {bid: _with_memory(bid, [1001, 1000] * 3)})
+    assert same.change == "unchanged"
+    shared = _with_memory(bid, [1000] * 6, alone=False)
+    assert [r.id for r in compare.compare_rows({bid: shared}, {bid: shared})] == [bid]
+    # a GPU row: the allocator's peak, whatever the resident set did
+    gpu = compare.compare_rows({bid: _with_memory(bid, [10] * 6, device=True)},
+                               {bid: _with_memory(bid, [20] * 6, device=True)})  # fmt: skip
+    assert gpu[1].basis.startswith("device peak allocated; ") and gpu[1].change == "worse"

@@ -227,3 +227,26 @@ def test_the_history_page_confirms_a_step_over_commits_within_one_setting(tmp_pa
     assert "Confirmed steps (1)" in page
     assert "adamw[params=1]: c2 -&gt; c3: x0.8" in page
     assert 'alt="series of adamw[params=1]"' in page
+
+
+def test_a_series_of_peak_memory_steps_where_the_case_alone_grew():
+    """Each side's launches carry the case's peak alone in fresh ranks: the series gets a
+    memory line (MiB, lower is better) beside the timing one, and a 10% jump between the
+    third and fourth sides is found and confirmed there; the timing line has no step."""
+    from dsbench.sweep import series_over
+    from tests.conftest import make_doc
+    from tests.test_compare import _with_memory
+
+    rng = np.random.default_rng(0)
+    runs = []
+    for pos, level in enumerate([1000, 1000, 1000, 1100, 1100]):
+        row = _with_memory("train_step[stage=2]", list(level + rng.normal(0, 1, 6)))
+        doc = make_doc(f"20261205T0000{pos:02d}Z-00000{pos}", "2026-12-05T00:00:00+00:00", [row])
+        runs.append(results.Run(path=Path(f"side{pos}.json"), record=results.validate(doc, "t")))
+    labels = [f"deepspeed=0.18.{i}" for i in range(3, 8)]
+    timing, memory = series_over(labels, runs)
+    assert memory.case == "train_step.peak_memory[stage=2]" and memory.unit == "MiB"
+    assert [(s.before, s.after, s.verdict.change) for s in memory.steps if s.confirmed] == [
+        (2, 3, "worse")
+    ]
+    assert not [s for s in timing.steps if s.confirmed]

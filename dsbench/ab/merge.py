@@ -75,7 +75,8 @@ MERGED_RUN_KEYS = (*FIRST_LAUNCH_KEYS, "schema_version", "run_id", "created", "f
 HEADER_KEYS = ("id", "name", "params", "metric", "unit", "direction")
 """What a merged row that failed keeps of the launches' rows, in this order (then ``status``
 and ``error``)."""
-MERGED_KEYS = ("value", "samples", "rounds", "stats", "launch_values", "memory", "launch_drifts")
+MERGED_KEYS = ("value", "samples", "rounds", "stats", "launch_values", "memory", "launch_memory",
+               "launch_drifts")  # fmt: skip
 """What merging sets, in the order it comes after the first launch's own keys."""
 
 
@@ -111,6 +112,11 @@ def merge_row(per: list[tuple[int, Row | None]], centre, summarize, max_over) ->
         launch_values=[r.value for _, r in ok],
         memory=Memory.from_json(
             max_over([r.memory.to_json() if isinstance(r.memory, Memory) else {} for _, r in ok])
+        ),
+        launch_memory=(
+            [r.memory if isinstance(r.memory, Memory) else Memory() for _, r in ok]
+            if any(isinstance(r.memory, Memory) for _, r in ok)
+            else UNSET
         ),
         key_order=tuple(row.to_json()) + MERGED_KEYS,
     )

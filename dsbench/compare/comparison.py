@@ -135,7 +135,34 @@ def compare_rows(
                 more = f"; about {k} rounds a side would decide x{v.ratio:.3f}"
                 row = dataclasses.replace(row, to_decide=k, basis=row.basis + more)
         out.append(row)
+        mem = memory_row(bid, b, c, factor=factor, level=level, envs=envs)
+        if mem is not None:
+            out.append(mem)
     return out
+
+
+MEMORY_UNIT = "MiB"
+
+
+def memory_id(bid: str) -> str:
+    """The id of a case's peak-memory row (``train_step[...]``: ``train_step.peak_memory[...]``)."""
+    name, sep, rest = bid.partition("[")
+    return f"{name}.peak_memory{sep}{rest}"
+
+
+def memory_row(bid: str, b: records.Row, c: records.Row, *, factor: float, level: float,
+               envs: tuple[str, str]) -> ComparedRow | None:  # fmt: skip
+    """The case's own peak memory judged over the launches as time is (one value a launch,
+    lower is better), where both sides have it from every launch and of the same kind
+    (:func:`dsbench.records.case_peak`); None otherwise. Memory has no paired blocks: a
+    ``--blocks`` row's resident set holds the cases before it and is not the case's."""
+    bm, cm = b.peak_memory(), c.peak_memory()
+    if bm is None or cm is None or bm[0] != cm[0] or min(len(bm[1]), len(cm[1])) < 2:
+        return None
+    b_rounds, c_rounds = ([[x / 2**20] for x in m[1]] for m in (bm, cm))
+    v = judge(b_rounds, c_rounds, direction="lower", factor=factor, level=level)
+    row = _row(memory_id(bid), MEMORY_UNIT, "lower", b_rounds, c_rounds, v, envs)
+    return dataclasses.replace(row, basis=f"{bm[0]}; {row.basis}")
 
 
 def ab_level(base: Run, cont: Run) -> float:

@@ -31,6 +31,7 @@ from .rows import (
     Stats,
     Timing,
     case_id,
+    case_peak,
     split_rounds,
 )
 from .runs import (
@@ -83,6 +84,7 @@ __all__ = [
     "Timing",
     "Unset",
     "case_id",
+    "case_peak",
     "dig",
     "is_number",
     "split_rounds",

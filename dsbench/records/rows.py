@@ -139,6 +139,25 @@ class Memory(Record):
 
 Memory._NESTED = {"fresh_process": ("one", Memory)}
 
+DEVICE_PEAK = "device peak allocated"
+FRESH_RSS = "peak RSS, case alone in fresh ranks"
+
+
+def case_peak(m: Memory | None) -> tuple[str, float] | None:
+    """The peak memory of the case itself, and what it is: the device allocator's peak (reset
+    before the case), taken from the case run alone in fresh ranks where the row has that
+    (``fresh_process``), else the resident set's peak there; None where the row has neither
+    (a resident set taken in a process that ran other cases first holds what they left)."""
+    if not isinstance(m, Memory):
+        return None
+    alone = m.fresh_process if isinstance(m.fresh_process, Memory) else None
+    for src in (alone, m):
+        if src is not None and isinstance(src.device_peak_allocated_bytes, int):
+            return DEVICE_PEAK, float(src.device_peak_allocated_bytes)
+    if alone is not None and isinstance(alone.host_peak_rss_bytes, int):
+        return FRESH_RSS, float(alone.host_peak_rss_bytes)
+    return None
+
 
 @dataclass(frozen=True, kw_only=True, slots=True, repr=False)
 class Phases(Record):
@@ -240,6 +259,9 @@ class Row(Record):
     """After ``dsbench ab`` / ``noise``: each launch's value."""
     launch_drifts: list[Any] | Unset = UNSET
     """After ``dsbench ab --soak``: each launch's ``drift``."""
+    launch_memory: list[Memory] | Unset = UNSET
+    """After ``dsbench ab`` / ``sweep``: each launch's ``memory`` (``memory`` is their maximum),
+    so a comparison can judge memory over the launches as it judges time (:meth:`peak_memory`)."""
 
     _NESTED: ClassVar[NESTED] = {
         "rounds": ("list", Round),
@@ -248,6 +270,7 @@ class Row(Record):
         "metrics": ("map", MetricValue),
         "work": ("one", CountedWork),
         "memory": ("one", Memory),
+        "launch_memory": ("list", Memory),
         "notes": ("one", Notes),
         "timing": ("one", Timing),
     }
@@ -265,6 +288,14 @@ class Row(Record):
         """The samples split into rounds (:func:`split_rounds`)."""
         rounds = [(r.launch, r.n) for r in self.rounds] if self.rounds else None
         return split_rounds(self.value, self.samples or None, rounds, unit)
+
+    def peak_memory(self) -> tuple[str, list[float]] | None:
+        """The case's own peak memory per launch, in bytes, and what it is, from
+        ``launch_memory`` (see :func:`case_peak`); None where a launch lacks it."""
+        got = [case_peak(m) for m in self.launch_memory or []]
+        if not got or any(g is None for g in got) or len({g[0] for g in got}) != 1:
+            return None
+        return got[0][0], [g[1] for g in got]
 
     def launch_blocks(self) -> list[list[list[float]]]:
         """The samples per launch, each launch's split into its recorded in-launch rounds (the

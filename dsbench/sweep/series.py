@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from dsbench.compare.comparison import MEMORY_UNIT, memory_id
 from dsbench.errors import UsageError
 from dsbench.results import Run
 from dsbench.stats import centre
@@ -70,16 +71,29 @@ def series_over(
             else (r.message if r is not None else failed.get(s, "not run"))
             for s, r in zip(labels, rows, strict=True)
         ]  # fmt: skip
-        s = Series(case=case, unit=ref.unit if ref else "", direction=ref.direction if ref else "",
-                   sides=labels, rounds=rounds, why=why)  # fmt: skip
-        ok = [i for i, r in enumerate(rounds) if r]
-        if ref is not None and len(ok) >= 2:
-            found = candidates([rounds[i] for i in ok])
-            s.detected = found is not None
-            s.steps = confirm(case, [rounds[i] for i in ok], found or [], direction=ref.direction,
-                              factor=factor, index=ok)  # fmt: skip
-        out.append(s)
+        out.append(_series(case, ref.unit if ref else "", ref.direction if ref else "", labels,
+                           rounds, why, factor))  # fmt: skip
+        memory = [r.peak_memory() if r is not None and r.ok else None for r in rows]
+        kinds = {m[0] for m in memory if m is not None}
+        if len(kinds) == 1 and sum(m is not None for m in memory) >= 2:
+            m_rounds = [[[x / 2**20] for x in m[1]] if m else None for m in memory]
+            m_why = [w or ("" if m else "no peak memory of the case alone") for w, m in
+                     zip(why, memory, strict=True)]  # fmt: skip
+            out.append(_series(memory_id(case), MEMORY_UNIT, "lower", labels, m_rounds, m_why,
+                               factor))  # fmt: skip
     return out
+
+
+def _series(case, unit, direction, labels, rounds, why, factor) -> Series:
+    """One case's series with its steps found and confirmed (none with under two sides)."""
+    s = Series(case=case, unit=unit, direction=direction, sides=labels, rounds=rounds, why=why)
+    ok = [i for i, r in enumerate(rounds) if r]
+    if len(ok) >= 2:
+        found = candidates([rounds[i] for i in ok])
+        s.detected = found is not None
+        s.steps = confirm(case, [rounds[i] for i in ok], found or [], direction=direction,
+                          factor=factor, index=ok)  # fmt: skip
+    return s
 
 
 def step_text(s: Series, step: Step) -> str:
