@@ -234,3 +234,23 @@ def test_launch_rounds_and_block_rounds_of_one_axis_are_both_shown(tmp_path):
     assert "quick suite (launch rounds)" in page and "quick suite (block rounds)" in page
     assert "paired t(3) 4 rounds of 8+ block pairs" in page
     assert "both sides resident, taking turns in blocks" in page
+
+
+def test_an_undecided_soak_ab_is_told_more_soaks_not_a_suite():
+    """A soak A/B of 2 rounds cannot pass the exact test; what would decide it is the same soak
+    command with more rounds (not `--suite training`), and its slopes are read from their
+    drift verdicts."""
+    from types import SimpleNamespace
+
+    from dsbench.publish.comparisons import AXES, SOAK_ROUNDS, decide_text
+
+    argv = ["ab", "--baseline", "deepspeed=0.18.3", "--contender", "deepspeed=0.18.4",
+            "--rounds", "2", "--soak=--model mlp --steps 200 --faults kill=3"]  # fmt: skip
+    run = SimpleNamespace(record=SimpleNamespace(argv=argv))
+    p = SimpleNamespace(suite="soak", baseline=SimpleNamespace(run=run))
+    axis = next(a for a in AXES if a.baseline.startswith("deepspeed"))
+    text = decide_text(axis, p)
+    assert f"--rounds {SOAK_ROUNDS} '--soak=--model mlp --steps 200 --faults kill=3'" in text
+    assert "--suite" not in text and "drift verdict" in text
+    p.baseline.run.record.argv = ["run", "--suite", "quick"]  # not an ab: the general form
+    assert f"dsbench ab --rounds {SOAK_ROUNDS} --soak='ARGS'" in decide_text(axis, p)

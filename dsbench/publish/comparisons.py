@@ -19,6 +19,7 @@ reason most rows share and the command that would decide it (:attr:`Axis.decide`
 
 from __future__ import annotations
 
+import shlex
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from dsbench.publish import plots
 from dsbench.publish.comparison_charts import comparison_charts, ratio_figure
 from dsbench.publish.facts import finite, prose, run_title
 from dsbench.publish.html import Html, breakable, el, join, link, table
-from dsbench.records import HIGHER
+from dsbench.records import HIGHER, value_or
 from dsbench.results import Run
 
 if TYPE_CHECKING:
@@ -340,6 +341,8 @@ def decide_text(axis: Axis, p: Pairing) -> str:
     """What would decide this pairing (text with `commands`)."""
     from dsbench.suites import SUITES
 
+    if p.suite == "soak":
+        return soak_decide_text(p)
     text = axis.decide.format(suite=p.suite if p.suite in SUITES else axis.suite)
     asv_sides = [side.run for side in (p.baseline, p.contender) if is_asv(side.run)]
     if any(row.ok and row.stats.n == 1 for run in asv_sides for row in run.rows.values()):
@@ -353,6 +356,29 @@ def decide_text(axis: Axis, p: Pairing) -> str:
             "--interleave-rounds`; each round is one launch)"
         )
     return text
+
+
+SOAK_ROUNDS = 6
+"""Rounds a side the decide text of a soak A/B asks for: 6+6 soaks can pass the exact test's
+p < 0.01 on a row with one value a soak (2 / C(12, 6) = 0.002), 3+3 cannot (0.1)."""
+
+
+def soak_decide_text(p: Pairing) -> str:
+    """A soak A/B decides with more soaks a side, not a suite: its own command with
+    :data:`SOAK_ROUNDS` rounds; its slope rows are read from their drift verdicts."""
+    argv = list(value_or(p.baseline.run.record.argv, []) or [])
+    if argv[:1] == ["ab"] and any(a.startswith("--soak") for a in argv):
+        if "--rounds" in argv and argv.index("--rounds") + 1 < len(argv):
+            argv[argv.index("--rounds") + 1] = str(SOAK_ROUNDS)
+        else:
+            argv += ["--rounds", str(SOAK_ROUNDS)]
+        cmd = shlex.join(["dsbench", *argv])
+    else:
+        cmd = f"dsbench ab --rounds {SOAK_ROUNDS} --soak='ARGS' (the same soak on both sides)"
+    return (
+        f"more soaks a side, `{cmd}`; a slope (memory, heap, step-time drift) has no "
+        "meaningful ratio and is read from its drift verdict on the soaks page"
+    )
 
 
 def undecided(axis: Axis, p: Pairing) -> str | None:
