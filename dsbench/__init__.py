@@ -6,10 +6,24 @@ import sys as _sys
 from importlib import metadata as _metadata
 from pathlib import Path as _Path
 
+
+def _source_version() -> str:
+    """The version pyproject.toml gives, for a source tree that is not installed (``python -m
+    dsbench`` in a checkout, an A/B side's shim): the same code then reports the same version
+    in every interpreter, installed there or not."""
+    import tomllib
+
+    try:
+        pyproject = _Path(__file__).resolve().parents[1] / "pyproject.toml"
+        return str(tomllib.loads(pyproject.read_text())["project"]["version"])
+    except (OSError, KeyError, ValueError):
+        return "0.0.0+unknown"
+
+
 try:
     __version__ = _metadata.version("dsbench")
 except _metadata.PackageNotFoundError:  # running from a source tree that is not installed
-    __version__ = "0.0.0+unknown"
+    __version__ = _source_version()
 
 
 class _CheckoutPackages(_abc.MetaPathFinder):

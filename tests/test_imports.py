@@ -191,3 +191,21 @@ def test_every_package_is_installed():
     }
     assert sorted(map(str, found - listed)) == []
     assert sorted(map(str, listed - found)) == []
+
+
+def test_a_side_without_dsbench_installed_reports_the_checkouts_version(tmp_path):
+    """An A/B side whose interpreter has no dsbench installed (the Python 3.12 venv) imports the
+    checkout through a shim: it reports pyproject's version, as an installed side does, so the
+    two sides of one commit are not listed as running different dsbench versions."""
+    import subprocess
+    import sys
+    import tomllib
+
+    from dsbench import ab
+
+    shim = ab.make_shim(ROOT, tmp_path / "shim")
+    code = f"import sys; sys.path[:0] = [{str(shim)!r}]; import dsbench; print(dsbench.__version__)"
+    # -S: no site-packages, so no installed dsbench's metadata to find
+    got = subprocess.run([sys.executable, "-S", "-c", code], cwd=tmp_path, capture_output=True,
+                         text=True, check=True).stdout.strip()  # fmt: skip
+    assert got == tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
