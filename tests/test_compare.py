@@ -190,6 +190,23 @@ def test_confounders_listed_besides_the_axis(tmp_path):
     assert diffs == ["torch (2.13.0+cpu vs 2.13.0+cu130)", "deepspeed (0.18.3 vs 0.18.4)"]
 
 
+def test_dsbench_versions_of_one_commit_are_no_confounder(tmp_path):
+    """Two sides of one commit, one run by an interpreter without dsbench installed (its version
+    then read '0.0.0+unknown' before c44ea7e): the same code, not a confounder; two commits
+    with two versions are."""
+    from dsbench.results import Run, validate
+
+    def run(version, commit):
+        env = {"dsbench": {"version": version, "commit": commit}}
+        doc = make_doc("20261205T000000Z-aaaaaa", "2026-12-05T00:00:00+00:00", [], env=env)
+        return Run(path=tmp_path / f"{version}.json", record=validate(doc, "t"))
+
+    same = compare.confounders(run("0.1.0", "3b7238c"), run("0.0.0+unknown", "3b7238c"), set())
+    assert same == []
+    other = compare.confounders(run("0.1.0", "3b7238c"), run("0.2.0", "c44ea7e"), set())
+    assert other == ["dsbench (0.1.0 vs 0.2.0)", "commit (3b7238c vs c44ea7e)"]
+
+
 def test_cli_compare_and_fail_on_regression(tmp_path, capsys):
     _runs(tmp_path)
     args = ["compare", "--results", str(tmp_path), "--baseline", "python=3.11"]

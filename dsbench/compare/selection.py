@@ -294,10 +294,15 @@ def _pick_note(role: str, run: Run, index: int, matching: list[int], sel: Select
 
 
 def confounders(base: Run, cont: Run, axes: set[str]) -> list[str]:
-    """Environment fields that differ besides the compared ``axes``."""
+    """Environment fields that differ besides the compared ``axes``. dsbench's version is not
+    one where both runs name the same commit: the code is the same, and a version then differs
+    only in how it was found (an interpreter without dsbench installed, before c44ea7e)."""
     diffs = []
+    same_commit = bool(base.fields.get("commit")) and (
+        base.fields.get("commit") == cont.fields.get("commit")
+    )
     for key in CONFOUNDER_KEYS:
-        if key in axes:
+        if key in axes or (key == "dsbench" and same_commit):
             continue
         a, b = base.fields.get(key), cont.fields.get(key)
         if a != b:
