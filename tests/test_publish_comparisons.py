@@ -254,3 +254,29 @@ def test_an_undecided_soak_ab_is_told_more_soaks_not_a_suite():
     assert "--suite" not in text and "drift verdict" in text
     p.baseline.run.record.argv = ["run", "--suite", "quick"]  # not an ab: the general form
     assert f"dsbench ab --rounds {SOAK_ROUNDS} --soak='ARGS'" in decide_text(axis, p)
+
+
+def test_a_partly_decided_pairing_says_why_the_rest_is_not():
+    """13 rows unchanged and 29 inconclusive, most too wide: the summary names how many are not
+    decided and why, and that more rounds would decide them (their rows say how many); a
+    pairing with every row decided says nothing more than its counts."""
+    from types import SimpleNamespace
+
+    from dsbench.compare import ComparedRow, tally
+    from dsbench.publish.comparisons import AXES, finding
+
+    def row(change, basis="", to_decide=None):
+        return ComparedRow(id="x", unit="u", direction="higher", baseline=1.0, contender=1.0,
+                           ratio=1.0, change=change, basis=basis, to_decide=to_decide)  # fmt: skip
+
+    wide = "spread too wide: the interval reaches across x1.05; about 30 rounds a side would"
+    rows = [row("unchanged")] * 13 + [row("inconclusive", wide, 30)] * 27
+    rows += [row("inconclusive", "too few samples (3+3)")] * 2
+    p = SimpleNamespace(report=SimpleNamespace(rows=rows, counts=tally(rows)))
+    text = str(finding(AXES[0], p))
+    assert (
+        "29 not decided: spread too wide: the interval reaches across x1.05 (27 of them); "
+        "more rounds would decide them, each row says how many" in text
+    )
+    p.report = SimpleNamespace(rows=rows[:13], counts=tally(rows[:13]))
+    assert "not decided" not in str(finding(AXES[0], p))

@@ -384,8 +384,7 @@ def soak_decide_text(p: Pairing) -> str:
 def undecided(axis: Axis, p: Pairing) -> str | None:
     """ "the data cannot decide: ..." when no row is better, worse or unchanged (text with
     `commands`), else None."""
-    c = p.report.counts
-    if c["better"] or c["worse"] or c["unchanged"]:
+    if not undecided_all(p):
         return None
     found = dominant_reason(p.report.rows)
     if found is None:
@@ -397,13 +396,33 @@ def undecided(axis: Axis, p: Pairing) -> str | None:
     )
 
 
+def partly_undecided(p: Pairing) -> str | None:
+    """For a pairing that decided some rows but not all: how many are not decided and why (the
+    reason most share), else None."""
+    found = dominant_reason(p.report.rows)
+    if found is None or undecided_all(p):
+        return None
+    reason, n, total = found
+    share = "all of them" if n == total else f"{n} of them"
+    more = any(r.to_decide for r in p.report.rows if r.change == "inconclusive")
+    return f"{total} not decided: {reason} ({share})" + (
+        "; more rounds would decide them, each row says how many" if more else ""
+    )
+
+
+def undecided_all(p: Pairing) -> bool:
+    c = p.report.counts
+    return not (c["better"] or c["worse"] or c["unchanged"])
+
+
 def finding(axis: Axis, p: Pairing) -> Html:
     """The pairing's summary for lists and the page: the counts, and when nothing is decided
-    the plain statement that the data cannot decide."""
+    the plain statement that the data cannot decide (when some rows are not, why not)."""
     counts = counts_text(p.report.counts)
     why = undecided(axis, p)
     if why is None:
-        return el("span", counts)
+        partly = partly_undecided(p)
+        return el("span", counts, *([" — ", partly] if partly else []))
     said, sep, command = why.partition(DECIDE)
     return join([el("span", counts, cls="muted"), " — ", el("strong", said), sep, prose(command)])
 
