@@ -250,3 +250,27 @@ def test_a_series_of_peak_memory_steps_where_the_case_alone_grew():
         (2, 3, "worse")
     ]
     assert not [s for s in timing.steps if s.confirmed]
+
+
+def test_a_side_that_ran_no_case_in_its_first_round_is_left_out_of_the_rest(tmp_path):
+    """A release whose first launch fails every case (DeepSpeed 0.18.7-0.18.9 with torch 2.13
+    on CPU) would fail alike in each round: its one file says why, its rounds are not spent."""
+    from tests.conftest import make_doc, make_row, write_json
+
+    sides = []
+    for i, status in enumerate(["ok", "failed"]):
+        doc = make_doc(f"20261206T00000{i}Z-00000{i}", "2026-12-06T00:00:00+00:00",
+                       [make_row("adamw[params=1]", [1.0], status=status)])  # fmt: skip
+        write_json(tmp_path / f"doc{i}.json", doc)
+        fake = tmp_path / f"python{i}"  # stands in for the side's interpreter: writes its file
+        fake.write_text(f'#!/bin/sh\nwhile [ "$1" != --out ]; do shift; done\n'
+                        f'cp {tmp_path}/doc{i}.json "$2"\n')  # fmt: skip
+        fake.chmod(0o755)
+        sides.append(ab.SideEnv(f"fake={i}", "current", str(fake), ROOT))
+    failed, lines = {}, []
+    per_side = ab.run_rounds(sides, rounds=3, verb=["run"], workdir=tmp_path,
+                             progress=lines.append, plan=[0, 1] * 3, names=["a", "b"],
+                             failed=failed)  # fmt: skip
+    assert [len(x) for x in per_side] == [3, 1]
+    assert list(failed) == [1] and "b (fake=1) ran none of the cases" in failed[1]
+    assert any("left out of the rounds to come" in line for line in lines), lines

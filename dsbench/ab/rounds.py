@@ -86,9 +86,9 @@ def run_rounds(
     others: None to stop there, else arguments added to the verb of the rounds to come (an
     A/B until decided, :mod:`dsbench.sequential`). ``plan``: the side of each launch (else
     :func:`order`), ``names`` each side's (for files and progress). ``failed``: when given, a
-    launch that writes no file records why under its side, whose later launches are left out,
-    instead of stopping every side (a sweep). ``deadline``: no launch starts past this
-    ``time.monotonic()``."""
+    launch that writes no file, or a side's first launch that ran none of the cases, records why
+    under its side, whose later launches are left out, instead of stopping every side (a
+    sweep). ``deadline``: no launch starts past this ``time.monotonic()``."""
     shims = [make_shim(s.tree, workdir / f"shim-{i}") for i, s in enumerate(sides)]
     sources = {s.tree: tree_fingerprint(s.tree) for s in sides}
     per_side: list[list[Launch]] = [[] for _ in sides]
@@ -127,6 +127,11 @@ def run_rounds(
             f"round {pos // len(sides) + 1}/{rounds}: {names[s]} ({sides[s].spec}) "
             f"{launch.wall_s:.0f} s, {ok}/{len(launch.run.rows)} ok"
         )
+        if failed is not None and launch.index == 0 and launch.run.rows and not ok:
+            # a side whose first launch ran none of the cases (a release that lacks an API the
+            # suite needs) would fail alike in every round: its rows say why once
+            failed[s] = f"{names[s]} ({sides[s].spec}) ran none of the cases in its first round"
+            progress(f"{failed[s]}: left out of the rounds to come (its rows say why)")
         if after_pair is not None and len({len(x) for x in per_side}) == 1:
             more = after_pair(per_side)
             if more is None:
