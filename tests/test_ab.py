@@ -180,12 +180,14 @@ def test_block_rounds_pair_the_sides_and_call_a_counted_slowdown_worse(tmp_path)
     repo = power.make_commits(ROOT, tmp_path, [0.2], counted=True)
     out = tmp_path / "blocks"
     out.mkdir()
-    (row,) = power.measure(repo, 0.2, 2, out, "--blocks", "--until-decided", "--max-rounds", "5")
+    (row,) = power.measure(repo, 0.2, 2, out, "--blocks", "--block-time", "0", "--until-decided",
+                           "--max-rounds", "5")  # fmt: skip
     assert row["change"] == "worse", row
     assert float(row["ratio"]) == pytest.approx(1 / 1.2, rel=1e-3), row
     assert row["basis"].startswith("paired t(2)"), row
     runs = [results.read_run(p) for p in sorted((out / "results").rglob("*.json"))]
-    assert {(r.ab.pairing, r.ab.block_pairs, r.ab.rounds) for r in runs} == {("blocks", 8, 3)}
+    got = {(r.ab.pairing, r.ab.block_pairs, r.ab.block_time_s, r.ab.rounds) for r in runs}
+    assert got == {("blocks", 8, 0.0, 3)}
     (case,) = [r for r in runs[0].rows.values() if r.ok]
     blocks = case.launch_blocks()
     assert [len(b) for b in blocks] == [ab.BLOCK_PAIRS] * 3  # a round's blocks kept apart
@@ -214,13 +216,47 @@ def test_blocks_refuse_a_soak_and_sides_that_share_no_case(tmp_path, capsys):
         ab.blocks._one_round(workers, 0, ab.BLOCK_PAIRS, check=True)
 
 
+def test_a_case_with_short_blocks_gets_the_pairs_that_fit_in_its_block_time():
+    """[Note: pairs by time]: 50 ms blocks get 30 pairs in 3 s, a training step's 0.5 s blocks
+    the 8 pairs at least, 1 ms blocks no more than the cap; the round asks for that many."""
+    from dsbench.ab.blocks import MAX_PAIRS, case_pairs
+
+    assert case_pairs(0.05) == 30 and case_pairs(0.5) == ab.BLOCK_PAIRS == case_pairs(0.05, 8, 0)
+    assert case_pairs(0.001) == MAX_PAIRS
+
+    class Timer:  # a worker whose case takes 2.5 ms a call
+        def __init__(self):
+            self.blocks = 0
+
+        def read(self):
+            return {"cases": ["a"], "skipped": {}}
+
+        def ask(self, op, **kw):
+            self.blocks += op == "block"
+            return {"per_call": 2.5e-3} if op == "setup" else {}
+
+    workers = [Timer(), Timer()]
+    ab.blocks._one_round(workers, 0, ab.BLOCK_PAIRS, check=True, turn_s=2.0)
+    reps = ab.blocks.block_reps(2.5e-3)  # 20 reps and 2 untimed calls: 55 ms a block
+    assert [w.blocks for w in workers] == [case_pairs((reps + 2) * 2.5e-3, 8, 2.0)] * 2 == [18] * 2
+
+
+@pytest.mark.parametrize("extra", [["--block-time", "-1"], ["--block-time", "5"]])
+def test_a_bad_block_time_is_one_line_exit_2(tmp_path, capsys, extra):
+    argv = ["ab", "--baseline", "current", "--contender", "current", "--out", str(tmp_path)]
+    blocks = [] if extra[1] == "5" else ["--blocks"]  # without --blocks, or below 0
+    assert main([*argv, *blocks, *extra]) == 2
+    assert "--block-time" in capsys.readouterr().err
+    assert not list(tmp_path.rglob("*.json"))
+
+
 def test_blocks_time_cases_that_spawn_ranks_in_resident_groups(tmp_path):
     """A collective in block rounds: each side's worker keeps a group of 2 ranks resident and
     feeds it the coordinator's commands ([Note: ranks in turns]); every round keeps its 8 pairs
     of blocks, each block the slowest rank's times."""
     out = tmp_path / "ranks"
     argv = ["ab", "--baseline", "current", "--contender", "current", "--blocks", "--rounds", "2",
-            "--filter", r"allreduce\[.*impl=ring,ranks=2,size=1048576",
+            "--block-time", "0", "--filter", r"allreduce\[.*impl=ring,ranks=2,size=1048576",
             "--out", str(out)]  # fmt: skip
     assert main(argv) == 0
     runs = [results.read_run(p) for p in sorted(out.rglob("*.json"))]
@@ -343,3 +379,13 @@ def test_commit_refs_resolve_in_the_checkout_the_user_stands_in(tmp_path, monkey
     repo, note = ab.commit_repo()
     assert repo == ROOT and note.startswith(f"commit= refs resolve in {ROOT}, the checkout")
     assert f"{ROOT} at " in ab.tree_text(ROOT)
+
+
+def test_the_comparison_says_how_many_pairs_a_case_got():
+    from dsbench.compare.comparison import _pairs_text
+    from dsbench.records import ABBlock
+
+    assert _pairs_text(ABBlock(block_pairs=8)) == "8 pairs"  # before --block-time
+    assert _pairs_text(ABBlock(block_pairs=8, block_time_s=3.0)) == (
+        "8 or more pairs (as many as fit in 3 s)"
+    )

@@ -29,7 +29,7 @@ so an editable install of another checkout cannot shadow it, in the round's proc
 ranks it spawns.
 """
 
-from dsbench.ab.blocks import BLOCK_PAIRS, run_block_rounds
+from dsbench.ab.blocks import BLOCK_PAIRS, TURN_S, run_block_rounds
 from dsbench.ab.merge import HEADER_KEYS, merge_launches, merge_row
 from dsbench.ab.rounds import (
     LAUNCH_TIMEOUT_S,
@@ -68,6 +68,7 @@ __all__ = [
     "SOURCE_DIRS",
     "STATE_DIR",
     "STOP_GRACE_S",
+    "TURN_S",
     "Launch",
     "LaunchFailed",
     "SideEnv",

@@ -19,6 +19,7 @@ round and taking turns the same way ([Note: ranks in turns] in :mod:`dsbench.ab.
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import time
 from collections.abc import Callable
@@ -34,8 +35,23 @@ BLOCK_S = 0.05
 """Seconds of timed repetitions a block aims at: short enough that both blocks of a pair see
 the same load, long enough that the two untimed calls before it cost little."""
 BLOCK_PAIRS = 8
-"""Pairs of blocks each case gets in a round."""
+"""Pairs of blocks each case gets in a round, at least."""
+TURN_S = 3.0
+"""Seconds of blocks (both sides' together) a case gets in a round: a case whose blocks are
+short gets more than :data:`BLOCK_PAIRS` pairs, up to :data:`MAX_PAIRS` ([Note: pairs by
+time]; ``dsbench ab --block-time``)."""
+MAX_PAIRS = 64
 MIN_BLOCK_REPS, MAX_BLOCK_REPS = 3, 200
+
+# [Note: pairs by time]
+# A round's evidence is the median of its block pairs' log ratios. For the quick suite's
+# collectives that median is all the rounds' spread: in 12 rounds of Python 3.11 vs 3.12 the
+# pairs of a round scattered by 0.07-0.73 (gloo's calls are bimodal on 2 cores), which predicts a
+# median of 8 spread by 0.03-0.32, and the rounds spread by 0.02-0.30, case by case. So a case
+# whose blocks take 50 ms gets as many pairs as fit in TURN_S (30), halving the rounds' spread
+# for a quarter of the rounds. A training step's block takes 0.3-0.8 s: it keeps 8 pairs, since
+# there the rounds' own offsets, not the pairs, set the spread (dsbench/decisions.md, "Ranks in
+# turns").
 
 
 class Worker:
@@ -77,6 +93,13 @@ def block_reps(per_call: float) -> int:
     return int(min(max(round(BLOCK_S / max(per_call, 1e-9)), MIN_BLOCK_REPS), MAX_BLOCK_REPS))
 
 
+def case_pairs(block_s: float, least: int = BLOCK_PAIRS, turn_s: float = TURN_S) -> int:
+    """Pairs of blocks a case gets in a round whose blocks take ``block_s`` each: as many as
+    fit in ``turn_s``, at least ``least``, at most :data:`MAX_PAIRS` ([Note: pairs by time])."""
+    fit = math.floor(turn_s / max(2 * block_s, 1e-9) + 1e-9)
+    return max(least, min(fit, MAX_PAIRS))
+
+
 def run_block_rounds(
     sides: list[SideEnv],
     *,
@@ -86,10 +109,12 @@ def run_block_rounds(
     progress: Callable[[str], None],
     after_pair: Callable[[list[list[Launch]]], list[str] | None] | None = None,
     pairs: int = BLOCK_PAIRS,
+    turn_s: float = TURN_S,
 ) -> list[list[Launch]]:
     """Run block rounds (see the note above); the launches per side, one a round, each with
     its loaded result file, as :func:`dsbench.ab.run_rounds` returns them. ``after_pair``
-    (called after every round): None to stop there."""
+    (called after every round): None to stop there. Each case gets :func:`case_pairs` pairs of
+    blocks a round (``pairs`` at least, as many as fit in ``turn_s``)."""
     shims = [make_shim(s.tree, workdir / f"shim-{i}") for i, s in enumerate(sides)]
     sources = {s.tree: tree_fingerprint(s.tree) for s in sides}
     per_side: list[list[Launch]] = [[], []]
@@ -105,7 +130,7 @@ def run_block_rounds(
                 log = workdir / f"{r:03d}-{s}.log"
                 workers[s] = Worker(sides[s], shims[s], [*worker_argv, "--out", str(paths[s])],
                                     log)  # fmt: skip
-            _one_round(workers, first, pairs, r == 0)
+            _one_round(workers, first, pairs, r == 0, turn_s)
         finally:
             for w in workers:
                 if w is not None:
@@ -125,7 +150,9 @@ def run_block_rounds(
     return per_side
 
 
-def _one_round(workers: list[Worker], first: int, pairs: int, check: bool) -> None:
+def _one_round(
+    workers: list[Worker], first: int, pairs: int, check: bool, turn_s: float = TURN_S
+) -> None:
     """Every case both sides can time, in turns; then both write their files."""
     hello = [w.read() for w in workers]
     cases = [c for c in hello[0]["cases"] if c in set(hello[1]["cases"])]
@@ -142,8 +169,9 @@ def _one_round(workers: list[Worker], first: int, pairs: int, check: bool) -> No
                     other = next(x for x in got if "per_call" not in x)
                     workers[s].ask(op="drop", why=f"the other side's setup: {other['why']}")
             continue
-        reps = block_reps(max(g["per_call"] for g in got))
-        for j in range(pairs):
+        per_call = max(g["per_call"] for g in got)
+        reps = block_reps(per_call)
+        for j in range(case_pairs((reps + 2) * per_call, pairs, turn_s)):  # 2 untimed calls
             for s in order if j % 2 == 0 else order[::-1]:
                 workers[s].ask(op="block", reps=reps)
         for s in order:

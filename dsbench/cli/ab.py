@@ -103,6 +103,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "sides alike (cases that spawn ranks: each side's ranks resident, taking turns)",
     )
     p.add_argument(
+        "--block-time",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="with --blocks: seconds of blocks a case gets in a round, both sides together; a "
+        f"case with short blocks gets more than {ab.BLOCK_PAIRS} pairs (default {ab.TURN_S:g}; "
+        f"0: {ab.BLOCK_PAIRS} pairs each)",
+    )
+    p.add_argument(
         "--soak",
         metavar="'ARGS'",
         help="each round is `dsbench soak ARGS` instead of a suite (write it with '=': "
@@ -189,6 +198,7 @@ def launch_all(sides, args, workdir: Path, progress=None, after_pair=None) -> li
             workdir=workdir,
             progress=progress,
             after_pair=after_pair,
+            turn_s=block_time(args),
         )
     return ab.run_rounds(
         sides,
@@ -198,6 +208,12 @@ def launch_all(sides, args, workdir: Path, progress=None, after_pair=None) -> li
         progress=progress,
         after_pair=after_pair,
     )
+
+
+def block_time(args: argparse.Namespace) -> float:
+    """``--block-time``, or its default (callers without the option: bisect's probes)."""
+    seconds = getattr(args, "block_time", None)
+    return ab.TURN_S if seconds is None else seconds
 
 
 @contextmanager
@@ -237,6 +253,7 @@ def write_sides(per_side, sides, args, out: Path, sequential_block=None) -> list
                     sequential=sequential_block or UNSET,
                     pairing="blocks" if getattr(args, "blocks", False) else UNSET,
                     block_pairs=ab.BLOCK_PAIRS if getattr(args, "blocks", False) else UNSET,
+                    block_time_s=block_time(args) if getattr(args, "blocks", False) else UNSET,
                 ),
             )
         )
@@ -322,6 +339,9 @@ def _rep_seconds(row) -> list[float]:
 
 def run(args: argparse.Namespace) -> int:
     out = check_round_arguments(args, minimum=2)
+    if args.block_time is not None and not (args.blocks and 0 <= args.block_time <= 600):
+        raise UsageError(f"--block-time {args.block_time:g}: give --blocks and 0 to 600 seconds "
+                         f"(default {ab.TURN_S:g})")  # fmt: skip
     sides = [ab.parse_side(args.baseline), ab.parse_side(args.contender)]
     if any(side.kind == "commit" for side in sides) and ab.commit_repo()[1]:
         print(f"dsbench ab: {ab.commit_repo()[1]}", file=sys.stderr)

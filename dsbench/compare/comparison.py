@@ -182,6 +182,14 @@ def ab_paired(base: Run, cont: Run) -> bool:
             and value_or(a.pairing) == "blocks" == value_or(b.pairing))  # fmt: skip
 
 
+def _pairs_text(block) -> str:
+    """``8 pairs``, or ``8 or more pairs (as many as fit in 3 s)`` since ``--block-time``."""
+    least, seconds = value_or(block.block_pairs), value_or(block.block_time_s)
+    if seconds is None:
+        return f"{least} pairs"
+    return f"{least} or more pairs (as many as fit in {seconds:g} s)"
+
+
 def _unjudged(bid, unit, direction, baseline, contender, why: str, envs) -> ComparedRow:
     return ComparedRow(id=bid, unit=unit, direction=direction, baseline=baseline,
                        contender=contender, ratio=None, change=why, baseline_env=envs[0],
@@ -301,7 +309,7 @@ def report(
     if paired:
         notes.append(
             "paired blocks (dsbench ab --blocks): both sides resident in each round, taking "
-            f"turns in blocks ({value_or(base.run.ab.block_pairs)} pairs a case a round); a "
+            f"turns in blocks ({_pairs_text(base.run.ab)} a case a round); a "
             "round's ratio is the median of its block pairs' ratios, rounds the unit of evidence"
         )
     rows = compare_rows(base.rows, cont.rows, factor, level, envs=envs, unit=unit, noise=noise,

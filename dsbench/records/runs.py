@@ -123,7 +123,11 @@ class ABBlock(Record):
     """``blocks``: both sides resident in each round, timing each case in alternating blocks
     judged as pairs (``dsbench ab --blocks``); unset: one launch a side per round."""
     block_pairs: int | Unset = UNSET
-    """With ``pairing`` ``blocks``: the pairs of blocks of each case in a round."""
+    """With ``pairing`` ``blocks``: the pairs of blocks of each case in a round (the fewest,
+    where ``block_time_s`` is set)."""
+    block_time_s: float | Unset = UNSET
+    """With ``pairing`` ``blocks``: the seconds of blocks a case got in a round, as many pairs
+    as fit (``dsbench ab --block-time``; unset before 12-06: ``block_pairs`` each)."""
 
     _NESTED: ClassVar[NESTED] = {"sequential": ("one", Sequential)}
 
