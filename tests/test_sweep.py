@@ -166,6 +166,47 @@ def test_bisect_says_why_it_stops():
         between("deepspeed=0.18.3", "commit=HEAD")
 
 
+def test_a_peak_memory_step_is_bisected_on_its_own_row(monkeypatch):
+    """A sweep's memory step (``train_step.peak_memory[...]``): each probe runs the benchmark
+    case in fixed rounds and is judged by the memory row, not the timing row beside it."""
+    import argparse
+
+    from dsbench.cli import bisect
+
+    case = "train_step.peak_memory[model=mlp,stage=3]"
+    assert bisect.case_filter(case) == r"^train_step\[model=mlp,stage=3\]$"
+    seen = []
+
+    def fake_run(argv, **kw):
+        seen.append(argv)
+        csv_text = ("benchmark,ratio,99% interval,change\n"
+                    "train_step[model=mlp,stage=3],0.990,0.9-1.1,inconclusive\n"
+                    f'"{case}",0.838,0.80-0.88,better\n')  # fmt: skip
+        return subprocess.CompletedProcess(argv, 0, csv_text, "")
+
+    monkeypatch.setattr(bisect.subprocess, "run", fake_run)
+    args = argparse.Namespace(suite="training", max_time="20m", blocks=False, rounds=6)
+    got = bisect.ab_probe("deepspeed=0.17.2", args, case, "/tmp")("deepspeed=0.17.4")
+    assert (got.change, got.text) == ("better", "x0.838 (0.80-0.88) better")
+    argv = seen[0]
+    assert argv[argv.index("--filter") + 1] == bisect.case_filter(case)
+    assert argv[argv.index("--rounds") + 1] == "6" and "--until-decided" not in argv
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        (["--rounds", "1"], "--rounds must be at least 2"),
+        (["--blocks"], "peak memory is judged over launch rounds"),
+    ],
+)
+def test_bad_bisect_arguments_are_one_line_errors(extra, needle, capsys):
+    argv = ["bisect", "--good", "deepspeed=0.17.2", "--bad", "deepspeed=0.17.4", "--suite",
+            "training", "--case", "train_step.peak_memory[stage=3]", *extra]  # fmt: skip
+    assert main(argv) == 2
+    assert needle in capsys.readouterr().err
+
+
 def test_the_releases_page_shows_each_sweep_with_its_confirmed_step(tmp_path):
     """Five sides of a synthetic sweep, a 20% drop from the third to the fourth and a fifth side
     whose rows failed: the page lists the sides, the series table, the confirmed step and a

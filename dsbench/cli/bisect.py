@@ -3,11 +3,13 @@ between two sides at which a case's number moved, by binary search with an A/B a
 
 The sides between come from the axis (:mod:`dsbench.sweep.axis`: the releases pip lists, or the
 first-parent commits). First ``good`` against ``bad`` must differ (better or worse: the
-direction of the change sought); then each probe is ``dsbench ab --until-decided`` of ``good``
-against the middle side: the same change as ``bad``'s puts the step at or before it, unchanged
-after it; a verdict that cannot decide (inconclusive, or a change the other way) stops the
-search and says so, since a guess would send it down the wrong half. It prints the first side
-that differs, its verdict, and the ``dsbench ab`` command that reproduces it.
+direction of the change sought); then each probe is ``dsbench ab --until-decided`` (or
+``--rounds N``) of ``good`` against the middle side: the same change as ``bad``'s puts the step
+at or before it, unchanged after it; a verdict that cannot decide (inconclusive, or a change the
+other way) stops the search and says so, since a guess would send it down the wrong half. It
+prints the first side that differs, its verdict, and the ``dsbench ab`` command that reproduces
+it. A case may be a peak-memory row (``train_step.peak_memory[...]``, ``memory_row`` in
+:mod:`dsbench.compare.comparison`): the probes run its benchmark case and judge that row.
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-time", default="20m", metavar="DURATION",
                    help="each probe's --max-time (default 20m)")  # fmt: skip
     p.add_argument("--blocks", action="store_true", help="probes in block rounds (ab --blocks)")
+    p.add_argument("--rounds", type=int, default=None,
+                   help="each probe a fixed number of rounds a side (ab --rounds N) instead of "
+                   "--until-decided: narrower intervals for a known time")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -78,19 +83,35 @@ def search(sides: list[str], probe: Callable[[str], Probe], log=print) -> tuple[
     return hi, f"first side that differs: {sides[hi]} (after {sides[lo]}, {end.change})"
 
 
-def ab_probe(good: str, args: argparse.Namespace, case_re: str, workdir: str):
+MEMORY = ".peak_memory["
+"""What a peak-memory row's id has in it (``train_step.peak_memory[...]``: compare's row of the
+case ``train_step[...]``)."""
+
+
+def case_filter(case: str) -> str:
+    """The ``--filter`` that runs ``case``: a peak-memory row's own benchmark case."""
+    return "^" + re.escape(case.replace(MEMORY, "[", 1)) + "$"
+
+
+def probe_args(args: argparse.Namespace) -> list[str]:
+    """How each probe's A/B runs: fixed rounds or until decided, in blocks or launches."""
+    rounds = ["--rounds", str(args.rounds)] if args.rounds else ["--until-decided"]
+    return [*rounds, *(["--blocks"] if args.blocks else [])]
+
+
+def ab_probe(good: str, args: argparse.Namespace, case: str, workdir: str):
     def probe(side: str) -> Probe:
         argv = [sys.executable, "-m", "dsbench", "ab", "--baseline", good, "--contender", side,
-                "--suite", args.suite, "--filter", case_re, "--until-decided", "--max-time",
+                "--suite", args.suite, "--filter", case_filter(case), "--max-time",
                 args.max_time, "--format", "csv", "--out", workdir,
-                *(["--blocks"] if args.blocks else [])]  # fmt: skip
+                *probe_args(args)]  # fmt: skip
         proc = subprocess.run(argv, capture_output=True, text=True)
         if proc.returncode not in (0, 1):
             why = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
             raise UsageError(f"the probe of {side} failed: {why}")
-        rows = [r for r in csv.DictReader(io.StringIO(proc.stdout)) if r.get("benchmark")]
+        rows = [r for r in csv.DictReader(io.StringIO(proc.stdout)) if r.get("benchmark") == case]
         if len(rows) != 1:
-            raise UsageError(f"the probe of {side} compared {len(rows)} rows, not one")
+            raise UsageError(f"the probe of {side} compared no row {case}")
         r = rows[0]
         interval = next((v for k, v in r.items() if k.endswith("% interval")), "")
         ratio = float(r["ratio"] or "nan")
@@ -102,19 +123,24 @@ def ab_probe(good: str, args: argparse.Namespace, case_re: str, workdir: str):
 
 def run(args: argparse.Namespace) -> int:
     check_suite(args.suite)
+    if args.rounds is not None and args.rounds < 2:
+        raise UsageError(f"--rounds must be at least 2, got {args.rounds}")
+    if args.blocks and MEMORY in args.case:
+        raise UsageError(f"--case {args.case}: peak memory is judged over launch rounds (a "
+                         "block round's workers hold what earlier cases left); leave out "
+                         "--blocks")  # fmt: skip
     sides = between(args.good, args.bad)
-    case_re = "^" + re.escape(args.case) + "$"
     print(f"dsbench bisect: {len(sides) - 2} side(s) between {args.good} and {args.bad}; "
           f"at most {max(0, len(sides) - 2).bit_length()} probes after the first",
           file=sys.stderr)  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="dsbench-bisect-") as tmp:
-        probe = ab_probe(args.good, args, case_re, tmp)
+        probe = ab_probe(args.good, args, args.case, tmp)
         found, text = search(sides, probe, log=lambda x: print(f"dsbench bisect: {x}",
                                                                 file=sys.stderr))  # fmt: skip
     print(text)
     if found is None:
         return 1
-    blocks = " --blocks" if args.blocks else ""
     print(f"reproduce: dsbench ab --baseline {sides[found - 1]} --contender {sides[found]} "
-          f"--suite {args.suite} --filter '{case_re}' --until-decided{blocks}")  # fmt: skip
+          f"--suite {args.suite} --filter '{case_filter(args.case)}' "
+          f"{' '.join(probe_args(args))}")  # fmt: skip
     return 0
