@@ -217,12 +217,14 @@ def test_blocks_refuse_a_soak_and_sides_that_share_no_case(tmp_path, capsys):
 
 
 def test_a_case_with_short_blocks_gets_the_pairs_that_fit_in_its_block_time():
-    """[Note: pairs by time]: 50 ms blocks get 30 pairs in 3 s, a training step's 0.5 s blocks
-    the 8 pairs at least, 1 ms blocks no more than the cap; the round asks for that many."""
+    """[Note: pairs by time]: with 3 s, 50 ms blocks get 30 pairs, a training step's 0.5 s
+    blocks the 8 pairs at least, 1 ms blocks no more than the cap; the round asks for that
+    many."""
     from dsbench.ab.blocks import MAX_PAIRS, case_pairs
 
-    assert case_pairs(0.05) == 30 and case_pairs(0.5) == ab.BLOCK_PAIRS == case_pairs(0.05, 8, 0)
-    assert case_pairs(0.001) == MAX_PAIRS
+    assert case_pairs(0.05, 8, 3.0) == 30 and case_pairs(0.5, 8, 3.0) == ab.BLOCK_PAIRS
+    assert case_pairs(0.05) == ab.BLOCK_PAIRS  # the default: 8 pairs a case
+    assert case_pairs(0.001, 8, 3.0) == MAX_PAIRS
 
     class Timer:  # a worker whose case takes 2.5 ms a call
         def __init__(self):
@@ -386,6 +388,7 @@ def test_the_comparison_says_how_many_pairs_a_case_got():
     from dsbench.records import ABBlock
 
     assert _pairs_text(ABBlock(block_pairs=8)) == "8 pairs"  # before --block-time
+    assert _pairs_text(ABBlock(block_pairs=8, block_time_s=0.0)) == "8 pairs"
     assert _pairs_text(ABBlock(block_pairs=8, block_time_s=3.0)) == (
         "8 or more pairs (as many as fit in 3 s)"
     )

@@ -36,22 +36,21 @@ BLOCK_S = 0.05
 the same load, long enough that the two untimed calls before it cost little."""
 BLOCK_PAIRS = 8
 """Pairs of blocks each case gets in a round, at least."""
-TURN_S = 3.0
-"""Seconds of blocks (both sides' together) a case gets in a round: a case whose blocks are
-short gets more than :data:`BLOCK_PAIRS` pairs, up to :data:`MAX_PAIRS` ([Note: pairs by
-time]; ``dsbench ab --block-time``)."""
+TURN_S = 0.0
+"""Seconds of blocks (both sides' together) a case gets in a round by default: 0, so each case
+gets :data:`BLOCK_PAIRS` pairs; with ``dsbench ab --block-time S`` a case whose blocks are short
+gets as many pairs as fit in S, up to :data:`MAX_PAIRS` ([Note: pairs by time])."""
 MAX_PAIRS = 64
 MIN_BLOCK_REPS, MAX_BLOCK_REPS = 3, 200
 
 # [Note: pairs by time]
-# A round's evidence is the median of its block pairs' log ratios. For the quick suite's
-# collectives that median is all the rounds' spread: in 12 rounds of Python 3.11 vs 3.12 the
-# pairs of a round scattered by 0.07-0.73 (gloo's calls are bimodal on 2 cores), which predicts a
-# median of 8 spread by 0.03-0.32, and the rounds spread by 0.02-0.30, case by case. So a case
-# whose blocks take 50 ms gets as many pairs as fit in TURN_S (30), halving the rounds' spread
-# for a quarter of the rounds. A training step's block takes 0.3-0.8 s: it keeps 8 pairs, since
-# there the rounds' own offsets, not the pairs, set the spread (dsbench/decisions.md, "Ranks in
-# turns").
+# A round's evidence is the median of its block pairs' log ratios, and for the quick suite's
+# collectives that median is all the rounds' spread (a round's pairs scatter widely: gloo's calls
+# are bimodal on 2 cores), so more pairs narrow it where blocks are short. ``--block-time S``
+# gives such a case as many pairs as fit in S. With S = 3 in a Python 3.11 vs 3.12 quick A/B the
+# collectives' round spread fell by about 30% but AdamW's and GEMM's rose, 13 of 42 rows decided
+# either way in 1.6 times the time (dsbench/decisions.md, "Pairs by time"): the default stays
+# 8 pairs a case; the option suits an A/B of collectives alone.
 
 
 class Worker:

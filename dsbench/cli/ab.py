@@ -108,8 +108,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="SECONDS",
         help="with --blocks: seconds of blocks a case gets in a round, both sides together; a "
-        f"case with short blocks gets more than {ab.BLOCK_PAIRS} pairs (default {ab.TURN_S:g}; "
-        f"0: {ab.BLOCK_PAIRS} pairs each)",
+        f"case with short blocks gets more than {ab.BLOCK_PAIRS} pairs, up to 64 (default 0: "
+        f"{ab.BLOCK_PAIRS} pairs each; 3 cut the collectives' round spread by about 30%%)",
     )
     p.add_argument(
         "--soak",

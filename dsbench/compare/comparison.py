@@ -183,9 +183,9 @@ def ab_paired(base: Run, cont: Run) -> bool:
 
 
 def _pairs_text(block) -> str:
-    """``8 pairs``, or ``8 or more pairs (as many as fit in 3 s)`` since ``--block-time``."""
+    """``8 pairs``, or ``8 or more pairs (as many as fit in 3 s)`` with ``--block-time 3``."""
     least, seconds = value_or(block.block_pairs), value_or(block.block_time_s)
-    if seconds is None:
+    if not seconds:
         return f"{least} pairs"
     return f"{least} or more pairs (as many as fit in {seconds:g} s)"
 
