@@ -290,6 +290,22 @@ def test_claim_decision_from_the_interval_over_launches(tmp_path, cont, decision
     assert ("to decide it: dsbench ab " in entry.verdict) == (decision == "not decided")
 
 
+def test_a_claim_over_rows_with_peak_memory_judges_its_own_metric(tmp_path):
+    """Rows measured alone in fresh ranks per launch (a sweep's sides) get a peak-memory row
+    from compare beside each timing row; the throughput claim still takes its own rows' intervals
+    (publishing the 12-06 release series raised here before)."""
+    (claim,) = claims.load_claim_file(_write(tmp_path, "a.toml", GOOD))
+    sides = {}
+    for label, values in (("0.18.3", [100.0, 99.0, 101.0, 100.5, 99.5, 100.0]),
+                          ("0.18.4", [125.0, 124.0, 126.0, 125.5, 124.5, 125.0])):  # fmt: skip
+        row = _launch_row(_params("mlp"), values)
+        row["launch_memory"] = [{"host_peak_rss_bytes": 2**30,
+                                 "fresh_process": {"host_peak_rss_bytes": 2**29}}] * 6  # fmt: skip
+        sides[label] = [row]
+    (entry,) = claims.check([claim], _runs(tmp_path, sides))
+    assert entry.decision == "consistent" and entry.interval is not None
+
+
 def test_geometric_mean_interval_is_bonferroni_conservative(tmp_path):
     """Over n cases: each case's interval at 1 - 0.01/n, then the geometric means of the ends;
     it holds the geometric mean ratio and is wider than the cases' own 99% intervals' mean."""

@@ -219,7 +219,9 @@ def _case_intervals(
         {i: b_rows[i] for i in ids}, {i: c_rows[i] for i in ids}, factor, level=level,
         unit="round" if same_run else "launch", noise=noise,
     )  # fmt: skip
-    for p, v in zip(pairs, verdicts, strict=True):
+    by_id = {v.id: v for v in verdicts}  # compare adds a peak-memory row where it can
+    for p in pairs:
+        v = by_id[p["id"]]
         p["low"], p["high"], p["basis"] = _case_interval(
             claim, b_rows[p["id"]], c_rows[p["id"]], p["ratio"], v
         )
