@@ -234,7 +234,7 @@ def test_the_releases_page_shows_each_sweep_with_its_confirmed_step(tmp_path):
     page = (out / "releases.html").read_text()
     assert "Confirmed steps (1)" in page
     assert "adamw[params=1]: 0.18.5 -&gt; 0.18.6: x0.8" in page
-    assert page.count("<img") == 1 and "5 of 5 sides ran, 3 rounds" in page
+    assert page.count("<img") == 1 and "5 of 5 sides measured, 3 rounds" in page
     runs = [results.read_run(p) for p in sorted((tmp_path / "results").rglob("*.json"))]
     text = report(runs)
     assert "deepspeed=0.18.7: 1 case(s) not measured: boom" in text, text

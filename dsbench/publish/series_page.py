@@ -44,7 +44,8 @@ def sweep_section(site: Site, sweep_id: str, runs: list[Run]) -> list[Any]:
     first = runs[0].sweep
     body: list[Any] = [
         el("h2", f"{first.axis}", id=f"sweep-{sweep_id}"),
-        el("p", f"{len(runs)} of {len(first.sides)} sides ran, {first.rounds} rounds, each in "
+        el("p", f"{len(runs) - len(first.failed or {})} of {len(first.sides)} sides measured, "
+           f"{first.rounds} rounds, each in "
            f"a new random order; machine {runs[0].machine}, suite {runs[0].suite}. Sides: ",
            join((link(site.run_href(r, 0), _value(r.sweep.spec)) for r in
                  sorted(runs, key=lambda r: r.sweep.position)), ", "), "."),
@@ -52,8 +53,10 @@ def sweep_section(site: Site, sweep_id: str, runs: list[Run]) -> list[Any]:
     for spec, why in (first.failed or {}).items():
         body.append(el("p", f"{spec} could not run: {why}", cls="warn"))
     rows, charts = series_parts(site, all_series)
+    shared = plots.common_part([x.case for x in all_series])
     body.append(table(["case", *(_value(x) for x in first.sides)], rows,
-                      caption="ratio of each side's centre to the first side's"))  # fmt: skip
+                      caption="ratio of each side's centre to the first side's"
+                      + _shared_text(shared)))  # fmt: skip
     body += steps_lists(all_series)
     if not all(s.detected for s in all_series):
         body.append(el("p", "ruptures was not installed where this page was built: no change "
@@ -74,6 +77,15 @@ def sweep_section(site: Site, sweep_id: str, runs: list[Run]) -> list[Any]:
     return body
 
 
+def _shared_text(shared: str) -> str:
+    """What every case of the table has in common, for its caption."""
+    if not shared:
+        return ""
+    if shared.startswith("["):  # several benchmarks (a timing row and its memory row)
+        return f"; every case has {shared[1:-1]}"
+    return f"; every case is {shared}"
+
+
 def series_parts(
     site: Site, all_series: list[Series], chart_if: Callable[[Series], bool] = lambda s: True
 ) -> tuple[list[list[str]], list[Any]]:
@@ -81,7 +93,7 @@ def series_parts(
     and, for at most :data:`MAX_CHARTS` of those ``chart_if`` picks, its chart: the ratios with
     their 99% intervals, steps marked."""
     rows, charts = [], []
-    titles = plots.short_labels([s.case for s in all_series])
+    titles = plots.case_labels([s.case for s in all_series])
     for s, title in zip(all_series, titles, strict=True):
         base = next((r for r in s.rounds if r), None)
         points = []
@@ -95,13 +107,14 @@ def series_parts(
             v = judge(base, r, direction=s.direction or "higher")
             points.append(plots.SeriesPoint(label=_value(spec), ratio=v.ratio, low=v.low,
                                             high=v.high))  # fmt: skip
-        rows.append([s.case, *(f"{p.ratio:.3f}" if p.ratio else "—" for p in points)])
+        rows.append([title, *(f"{p.ratio:.3f}" if p.ratio else "—" for p in points)])
         steps = [plots.SeriesStep(before=t.before, after=t.after, ratio=t.verdict.ratio,
                                   confirmed=t.confirmed, change=t.verdict.change)
                  for t in s.steps]  # fmt: skip
         if len(charts) < MAX_CHARTS and base is not None and chart_if(s):
-            draw = partial(plots.series_chart, points, steps,
-                           title=f"{s.case.split('[')[0]} {title}")  # fmt: skip
+            name = s.case.split("[")[0]
+            label = title if title.startswith(name) else f"{name} {title}"
+            draw = partial(plots.series_chart, points, steps, title=label)
             charts.append(site.figure(draw, depth=0, alt=f"series of {s.case}"))
     return rows, charts
 
