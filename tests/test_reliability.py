@@ -186,6 +186,11 @@ def test_the_dead_rank_comes_before_the_survivors_connection_errors():
         lambda r: "", 60,
     )  # fmt: skip
     assert message.startswith("rank 1 of 2 failed: ValueError: bad; after that, rank 0 failed")
+    # every rank raising the same (a DeepSpeed release that cannot run the step): said once
+    same = "RuntimeError: Output 0 of Split is a view and is being modified inplace."
+    assert _failure_message(2, {0: same, 1: same}, {}, [], lambda r: "", 60) == (
+        f"rank 0 of 2 failed: {same}; after that, rank 1 failed the same way"
+    )
 
 
 def test_a_sigkilled_rank_is_named_and_the_same_command_finishes_the_job(
