@@ -378,19 +378,19 @@ def _failure_message(
     secondary = {r: e for r, e in errors.items() if any(w in e.lower() for w in _SECONDARY)}
     primary = {r: e for r, e in errors.items() if r not in secondary}
     same = None  # the first rank's error: a rank that raised the same says so in few words
-    if not causes and not (silent and not primary):
-        first = next(iter(primary or secondary))
-        same = errors[first]
-        causes.append(f"rank {first} of {world} failed{where(first)}: {same}")
-        primary.pop(first, None)
-        secondary.pop(first, None)
-    elif not causes:
+    if not causes and silent and not primary:
         gave_up = next(iter(secondary))
         causes.append(
             f"{_ranks(silent)} of {world} stopped responding"
             + "".join(where(r) for r in silent[:1])
             + f": rank {gave_up} gave up waiting: {secondary.pop(gave_up)}"
         )
+    elif not causes:
+        first = next(iter(primary or secondary))
+        same = errors[first]
+        causes.append(f"rank {first} of {world} failed{where(first)}: {same}")
+        primary.pop(first, None)
+        secondary.pop(first, None)
     after = [f"rank {r} failed the same way" if e == same else f"rank {r} failed: {e}"
              for r, e in (primary | secondary).items()]  # fmt: skip
     return "; ".join(causes) + ("; after that, " + "; ".join(after) if after else "")
