@@ -233,9 +233,11 @@ def judge(
     b_rounds = [np.asarray(r, float) for r in base if len(r)]
     c_rounds = [np.asarray(r, float) for r in cont if len(r)]
     nb, nc = sum(map(len, b_rounds)), sum(map(len, c_rounds))
-    if not (b_rounds and c_rounds) or min(x.min() for x in (*b_rounds, *c_rounds)) <= 0:
+    if not (b_rounds and c_rounds):
         return Verdict(change="inconclusive", ratio=float("nan"), low=None, high=None,
-                       method="", why="no positive values to compare")  # fmt: skip
+                       method="", why="no values to compare")  # fmt: skip
+    if min(x.min() for x in (*b_rounds, *c_rounds)) <= 0:
+        return _judge_not_positive(b_rounds, c_rounds, level)
     ratio = centre(c_rounds) / centre(b_rounds)
     kb, kc = len(b_rounds), len(c_rounds)
     shape = f"{kb}+{kc} rounds"
@@ -276,6 +278,22 @@ def judge(
         method += "+bootstrap"
     method = ", ".join([f"{method} {shape}", *parts])
     return _verdict(ratio, float(np.exp(lo)), float(np.exp(hi)), factor, direction, method)
+
+
+def _judge_not_positive(b_rounds, c_rounds, level) -> Verdict:
+    """A row with a value at or below zero (a count of none, a slope, a drift) has no ratio.
+    It is ``unchanged`` only where every value on both sides is the same (no loss anomaly in any
+    soak on either side) and there are enough of them for the exact test to reach 1 - level;
+    otherwise inconclusive."""
+    values = np.concatenate([*b_rounds, *c_rounds])
+    nb, nc = sum(map(len, b_rounds)), sum(map(len, c_rounds))
+    shape = f"{len(b_rounds)}+{len(c_rounds)} rounds"
+    if (values == values[0]).all() and min_exact_p(nb, nc) < 1.0 - level:
+        return Verdict(change="unchanged", ratio=1.0, low=1.0, high=1.0,
+                       method=f"every value {values[0]:g} on both sides, {shape}")  # fmt: skip
+    why = "values at or below zero (a slope, a drift, a count): no ratio to judge"
+    return Verdict(change="inconclusive", ratio=float("nan"), low=None, high=None, method="",
+                   why=why)  # fmt: skip
 
 
 def _verdict(ratio, low, high, factor, direction, method) -> Verdict:

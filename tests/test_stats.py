@@ -75,6 +75,22 @@ def test_single_values_and_single_rounds_are_inconclusive():
     assert v.change == "inconclusive" and v.why.startswith("one round per side")
 
 
+def test_rows_at_or_below_zero_are_unchanged_only_when_every_value_is_the_same():
+    # a soak's count of loss anomalies: none in any of 5 soaks a side
+    v = judge([[0.0]] * 5, [[0.0]] * 5, direction="lower")
+    assert v.change == "unchanged" and (v.low, v.high) == (1.0, 1.0)
+    assert v.method == "every value 0 on both sides, 5+5 rounds"
+    # one anomaly in one soak: no ratio of counts that include zero can be judged
+    v = judge([[0.0]] * 5, [[0.0]] * 4 + [[1.0]], direction="lower")
+    assert v.change == "inconclusive" and v.why.startswith("values at or below zero")
+    # a signed drift spread from soak to soak
+    v = judge([[-61.0], [-3.0], [4.0]], [[-8.0], [2.0], [-1.0]], direction="lower")
+    assert v.change == "inconclusive" and v.low is None
+    # equal zeros, but too few for the exact test to reach p < 0.01
+    v = judge([[0.0]] * 3, [[0.0]] * 3, direction="lower")
+    assert v.change == "inconclusive"
+
+
 def _side(rng, rounds, between, within=0.01, n=20, shift=0.0):
     return [
         list(np.exp(shift + rng.normal(0, between) + rng.normal(0, within, n)))
