@@ -391,13 +391,16 @@ def load_all_runs(
     root: Path | str | None = None, warn: Callable[[str], None] | None = None
 ) -> list[Run]:
     """dsbench's runs under ``root`` and asv's under ``root/asv``, oldest first (bad files: one
-    warning each, then skipped)."""
+    warning each, then skipped). A ``root`` that is itself asv's ``results_dir`` (it holds
+    ``benchmarks.json``, as ``results/asv`` does) gives asv's runs alone."""
     import sys
 
     from dsbench.results import ASV_DIR, default_results_dir, load_runs
 
     root = Path(root) if root is not None else default_results_dir()
     warn = warn or (lambda msg: print(f"dsbench: warning: {msg}", file=sys.stderr))
+    if (root / "benchmarks.json").is_file():
+        return sorted(load_asv_runs(root, warn), key=lambda r: (r.created, r.id))
     runs = load_runs(root, warn)
     if (root / ASV_DIR).is_dir():
         runs.extend(load_asv_runs(root / ASV_DIR, warn))

@@ -225,6 +225,17 @@ def test_cli_compare_deepspeed_versions_pairs_the_same_python(asv_root, capsys):
     assert "asv: python 3.12, deepspeed 0.18.3" in line
 
 
+def test_compare_given_asvs_own_results_folder_reads_it_without_warnings(asv_root, capsys):
+    # `--results results/asv`: the folder asv writes to, not a dsbench results root
+    runs = _load(asv_root / "asv")  # a warning fails the test
+    assert len(runs) == 4 and all(r.source == "asv" for r in runs)
+    args = ["compare", "--results", str(asv_root / "asv"), "--baseline", "0.18.3"]
+    assert main([*args, "--contender", "0.18.4"]) == 0
+    captured = capsys.readouterr()
+    assert "contender: run asv-e5318373-virtualenv-py3.12-deepspeed0.18.4" in captured.out
+    assert "warning" not in captured.err
+
+
 def test_closest_pair_over_newest_when_the_newest_differs_more(asv_root):
     """A newer dsbench run with Python 3.11 but another torch loses to the asv 3.11 run."""
     doc = make_doc(

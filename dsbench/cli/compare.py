@@ -29,8 +29,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--results",
         metavar="DIR",
         default=None,
-        help="results folder, asv's results under its asv/ included "
-        "(default: $DSBENCH_RESULTS or ./results)",
+        help="results folder, asv's results under its asv/ included; or asv's own results "
+        "folder alone, e.g. results/asv (default: $DSBENCH_RESULTS or ./results)",
     )
     p.add_argument(
         "--format",
