@@ -24,6 +24,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from dsbench.compare.comparison import memory_case
 from dsbench.errors import UsageError
 from dsbench.suites import SUITES, check_suite
 
@@ -83,14 +84,9 @@ def search(sides: list[str], probe: Callable[[str], Probe], log=print) -> tuple[
     return hi, f"first side that differs: {sides[hi]} (after {sides[lo]}, {end.change})"
 
 
-MEMORY = ".peak_memory["
-"""What a peak-memory row's id has in it (``train_step.peak_memory[...]``: compare's row of the
-case ``train_step[...]``)."""
-
-
 def case_filter(case: str) -> str:
     """The ``--filter`` that runs ``case``: a peak-memory row's own benchmark case."""
-    return "^" + re.escape(case.replace(MEMORY, "[", 1)) + "$"
+    return "^" + re.escape(memory_case(case) or case) + "$"
 
 
 def probe_args(args: argparse.Namespace) -> list[str]:
@@ -125,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
     check_suite(args.suite)
     if args.rounds is not None and args.rounds < 2:
         raise UsageError(f"--rounds must be at least 2, got {args.rounds}")
-    if args.blocks and MEMORY in args.case:
+    if args.blocks and memory_case(args.case) is not None:
         raise UsageError(f"--case {args.case}: peak memory is judged over launch rounds (a "
                          "block round's workers hold what earlier cases left); leave out "
                          "--blocks")  # fmt: skip

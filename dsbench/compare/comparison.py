@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from dsbench import records
 from dsbench.compare.render import pct, render
@@ -144,10 +144,29 @@ def compare_rows(
 MEMORY_UNIT = "MiB"
 
 
+MEMORY_ROW = ".peak_memory"
+"""What a case's name gains in the id of its peak-memory row."""
+
+
 def memory_id(bid: str) -> str:
     """The id of a case's peak-memory row (``train_step[...]``: ``train_step.peak_memory[...]``)."""
     name, sep, rest = bid.partition("[")
-    return f"{name}.peak_memory{sep}{rest}"
+    return f"{name}{MEMORY_ROW}{sep}{rest}"
+
+
+def memory_case(row_id: str) -> str | None:
+    """The case whose peak-memory row ``row_id`` is (the inverse of :func:`memory_id`); None for
+    any other row."""
+    name, sep, rest = row_id.partition("[")
+    if not name.endswith(MEMORY_ROW):
+        return None
+    return f"{name.removesuffix(MEMORY_ROW)}{sep}{rest}"
+
+
+def memory_rounds(peaks: Sequence[float]) -> list[list[float]]:
+    """A case's peak memory, one value a launch in bytes, as rounds of one value in MiB (the
+    unit of its row, :data:`MEMORY_UNIT`)."""
+    return [[x / 2**20] for x in peaks]
 
 
 def memory_row(bid: str, b: records.Row, c: records.Row, *, factor: float, level: float,
@@ -159,7 +178,7 @@ def memory_row(bid: str, b: records.Row, c: records.Row, *, factor: float, level
     bm, cm = b.peak_memory(), c.peak_memory()
     if bm is None or cm is None or bm[0] != cm[0] or min(len(bm[1]), len(cm[1])) < 2:
         return None
-    b_rounds, c_rounds = ([[x / 2**20] for x in m[1]] for m in (bm, cm))
+    b_rounds, c_rounds = (memory_rounds(m[1]) for m in (bm, cm))
     v = judge(b_rounds, c_rounds, direction="lower", factor=factor, level=level)
     row = _row(memory_id(bid), MEMORY_UNIT, "lower", b_rounds, c_rounds, v, envs)
     return dataclasses.replace(row, basis=f"{bm[0]}; {row.basis}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from dsbench.compare.comparison import MEMORY_UNIT, memory_id
+from dsbench.compare.comparison import MEMORY_UNIT, memory_id, memory_rounds
 from dsbench.errors import UsageError
 from dsbench.results import Run
 from dsbench.stats import centre
@@ -76,7 +76,7 @@ def series_over(
         memory = [r.peak_memory() if r is not None and r.ok else None for r in rows]
         kinds = {m[0] for m in memory if m is not None}
         if len(kinds) == 1 and sum(m is not None for m in memory) >= 2:
-            m_rounds = [[[x / 2**20] for x in m[1]] if m else None for m in memory]
+            m_rounds = [memory_rounds(m[1]) if m else None for m in memory]
             m_why = [w or ("" if m else "no peak memory of the case alone") for w, m in
                      zip(why, memory, strict=True)]  # fmt: skip
             out.append(_series(memory_id(case), MEMORY_UNIT, "lower", labels, m_rounds, m_why,
