@@ -233,7 +233,7 @@ def test_the_releases_page_shows_each_sweep_with_its_confirmed_step(tmp_path):
     assert _publish(tmp_path / "results", out) == 0
     page = (out / "releases.html").read_text()
     assert "Confirmed steps (1)" in page
-    assert "adamw[params=1]: 0.18.5 -&gt; 0.18.6: x0.8" in page
+    assert "adamw: 0.18.5 -&gt; 0.18.6: x0.8" in page  # named as the table names it
     assert page.count("<img") == 1 and "5 of 5 sides measured, 3 rounds" in page
     runs = [results.read_run(p) for p in sorted((tmp_path / "results").rglob("*.json"))]
     text = report(runs)
@@ -266,7 +266,7 @@ def test_the_history_page_confirms_a_step_over_commits_within_one_setting(tmp_pa
     page = (out / "history.html").read_text()
     assert "Steps over 4 runs of several launches in one setting" in page
     assert "Confirmed steps (1)" in page
-    assert "adamw[params=1]: c2 -&gt; c3: x0.8" in page
+    assert "adamw: c2 -&gt; c3: x0.8" in page
     assert 'alt="series of adamw[params=1]"' in page
 
 

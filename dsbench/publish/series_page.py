@@ -120,11 +120,13 @@ def series_parts(
 
 
 def steps_lists(all_series: list[Series]) -> list[Any]:
-    """The confirmed steps, then the candidates that did not hold (if any)."""
+    """The confirmed steps, then the candidates that did not hold (if any), each case named as
+    the table names it (the parameters its cases do not share)."""
     from dsbench.sweep.series import step_text
 
-    confirmed = [step_text(s, t) for s in all_series for t in s.steps if t.confirmed]
-    not_held = [step_text(s, t) for s in all_series for t in s.steps if not t.confirmed]
+    named = list(zip(all_series, plots.case_labels([s.case for s in all_series]), strict=True))
+    confirmed = [step_text(s, t, label) for s, label in named for t in s.steps if t.confirmed]
+    not_held = [step_text(s, t, label) for s, label in named for t in s.steps if not t.confirmed]
     body: list[Any] = [el("h3", f"Confirmed steps ({len(confirmed)})")]
     body.append(el("ul", *(el("li", x) for x in confirmed)) if confirmed else el("p", "None."))
     if not_held:

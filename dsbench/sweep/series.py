@@ -96,11 +96,12 @@ def _series(case, unit, direction, labels, rounds, why, factor) -> Series:
     return s
 
 
-def step_text(s: Series, step: Step) -> str:
+def step_text(s: Series, step: Step, label: str | None = None) -> str:
+    """One step of ``s``, named by ``label`` (default: the whole case id)."""
     v = step.verdict
     interval = f" [{v.low:.3f}, {v.high:.3f}]" if v.low is not None else ""
     what = v.change if step.confirmed else f"did not hold ({v.change})"
-    return (f"{s.case}: {_value(s.sides[step.before])} -> {_value(s.sides[step.after])}: "
+    return (f"{label or s.case}: {_value(s.sides[step.before])} -> {_value(s.sides[step.after])}: "
             f"x{v.ratio:.3f}{interval} {what}")  # fmt: skip
 
 
