@@ -84,8 +84,10 @@ def test_fixture_runs_make_a_complete_site(fixture_site):
     assert "CPU · Python 3.11.7 · DeepSpeed 0.18.3" in index  # grouped by the versions
     assert "asv publish" in index  # no results/asv-html here: the index says how to make it
     # The fixture's training runs hold both sides of these two comparisons, its quick-suite
-    # runs dsbench's ring and shm collectives beside torch.distributed's, and only these.
+    # runs dsbench's ring and shm collectives beside torch.distributed's, and only these; its
+    # dsbench ab of two commits is a comparison of its own.
     assert sorted(p for p in pages if p.startswith("compare/")) == [
+        "compare/commit-2a65ca1-vs-9f9504f.html",
         "compare/deepspeed-0.18.3-vs-0.18.4.html", "compare/engine-dsbench-vs-deepspeed.html",
         "compare/impl-ring-vs-native.html", "compare/impl-shm-vs-native.html",
     ]  # fmt: skip
@@ -94,7 +96,7 @@ def test_fixture_runs_make_a_complete_site(fixture_site):
     listing = (out / "comparisons.html").read_text()
     axes = [r.axis for r in comparisons.pair_all(runs)]
     assert [a.slug for a in axes[len(comparisons.AXES) :]] == [
-        "impl-ring-vs-native", "impl-shm-vs-native"
+        "impl-ring-vs-native", "impl-shm-vs-native", "commit-2a65ca1-vs-9f9504f"
     ]  # fmt: skip
     for axis in axes:
         has_page = (out / "compare" / f"{axis.slug}.html").is_file()

@@ -162,6 +162,49 @@ def test_comparison_page_shows_the_four_verdicts_and_the_ratio_chart(tmp_path):
     _check_links_and_images(out)
 
 
+def test_an_ab_pair_outside_the_missions_axes_gets_its_own_page_and_panel(tmp_path):
+    """DeepSpeed 0.17.2 vs 0.19.8 measured by dsbench ab: a page and an index panel of its own,
+    with no claim about 0.18.3 vs 0.18.4 on it; the 0.18.3 vs 0.18.4 pair stays on its axis
+    and an A/A pair (the same side twice) is no comparison."""
+    from dsbench.publish import comparisons
+    from tests.conftest import write_json
+
+    res = tmp_path / "results"
+    _verdict_runs(res)  # deepspeed=0.18.3 vs deepspeed=0.18.4: the mission's axis
+    pairs = {"old-new": ("0.17.2", "0.19.8", 100.0, 80.0), "aa": ("0.19.8", "0.19.8", 80.0, 80.0)}
+    for n, (ab_id, (b_ds, c_ds, b_val, c_val)) in enumerate(pairs.items()):
+        for k, (ds, val) in enumerate(((b_ds, b_val), (c_ds, c_val))):
+            rounds = [[val * (1 + 0.001 * j) + 0.01 * i for i in range(10)] for j in range(6)]
+            run_id, created = f"2026121{n}T00000{k}Z-{ab_id[:2]}{k:04d}", f"2026-12-1{n}T00:00:0{k}"
+            doc = make_doc(run_id, f"{created}+00:00",
+                           [make_row("train_step[stage=3]", rounds, unit="samples/s")],
+                           env={"packages": {"torch": "2.13.0+cpu", "deepspeed": ds}})  # fmt: skip
+            doc["suite"] = "training"
+            doc["ab"] = {
+                "id": ab_id,
+                "side": ("baseline", "contender")[k],
+                "spec": f"deepspeed={ds}",
+            }
+            write_json(res / "testbox" / f"{ab_id}-{k}.json", doc)
+    runs = results.load_runs(res)
+    found = comparisons.ab_axes(runs)
+    assert [(a.slug, a.title, a.baseline, a.contender) for a in found] == [
+        ("deepspeed-0.17.2-vs-0.19.8", "DeepSpeed 0.17.2 vs 0.19.8", "deepspeed=0.17.2",
+         "deepspeed=0.19.8"),
+    ]  # fmt: skip
+    out = tmp_path / "site"
+    assert _publish(res, out) == 0
+    page = (out / "compare" / "deepspeed-0.17.2-vs-0.19.8.html").read_text()
+    assert "measured together by dsbench ab old-new" in page
+    assert "1 worse, 0 unchanged" in page  # 100 -> 80 samples/s in every round
+    index = (out / "index.html").read_text()
+    found_panel = r'<section class="panel" id="panel-deepspeed-0.17.2-vs-0.19.8">(.*?)</section>'
+    panel = re.search(found_panel, index, re.S).group(1)
+    assert "No published claim about this comparison." in panel
+    assert index.count('<section class="panel"') == len(comparisons.AXES) + 2  # + kernels'
+    _check_links_and_images(out)
+
+
 def test_ratio_chart_labels_are_short_and_unique():
     """Mixed benchmarks: each loses the parameters its own cases share, labels stay unique."""
     from dsbench.publish import plots

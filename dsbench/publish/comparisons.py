@@ -59,6 +59,9 @@ class Axis:
     ``{suite}`` stands for the group's suite)."""
     suite: str
     """The suite ``decide`` names when the group's own is not one of dsbench's (asv's)."""
+    found: bool = False
+    """An axis of a ``dsbench ab`` pair in the results that none of :data:`AXES` covers
+    (:func:`ab_axes`), not one of the mission's questions."""
 
 
 AXES = (
@@ -302,9 +305,65 @@ def _pick(param: bool, members: list[Run], b_sel, c_sel, axis: Axis) -> list[tup
     return [(base, cont, notes, chosen, "")]
 
 
+AXIS_NAMES = {"deepspeed": "DeepSpeed", "python": "Python", "torch": "torch"}
+"""How an A/B axis' title names its key (:func:`ab_axes`); other keys as they are."""
+
+
+def ab_axes(runs: Iterable[Run], covered: Iterable[Axis] = AXES) -> tuple[Axis, ...]:
+    """One axis per pair of sides that ``dsbench ab`` measured (``deepspeed=0.17.2`` vs
+    ``deepspeed=0.19.8``) where no ``covered`` axis takes the pair and both sides are
+    selectors that pick their own run (not an A/A: the two sides the same); in the order
+    first measured."""
+    runs = list(runs)
+    keys = compare.param_keys(runs)
+    taken = set()
+    for axis in covered:
+        try:
+            b_sel = compare.Selector.parse(axis.baseline, keys)
+            c_sel = compare.Selector.parse(axis.contender, keys)
+        except UsageError:  # a parameter no run has
+            continue
+        taken |= {(b.id, c.id) for b, c, _ in ab_pairs(runs, b_sel, c_sel)}
+        taken |= {(c.id, b.id) for b, c, _ in ab_pairs(runs, b_sel, c_sel)}
+    sides: dict[str, dict[str, Run]] = {}
+    for run in runs:
+        if run.ab is not None and run.ab.id and run.ab.side in ("baseline", "contender"):
+            sides.setdefault(str(run.ab.id), {})[run.ab.side] = run
+    found: dict[frozenset[str], Axis] = {}
+    for pair_ in sides.values():
+        b, c = pair_.get("baseline"), pair_.get("contender")
+        if b is None or c is None or (b.id, c.id) in taken:
+            continue
+        specs = [str(r.ab.spec or "") for r in (b, c)]
+        if specs[0] == specs[1] or frozenset(specs) in found:
+            continue
+        try:
+            sels = [compare.Selector.parse(x, keys) for x in specs]
+        except UsageError:  # `current`, a path: not a selector
+            continue
+        if not (sels[0].matches(b) and sels[1].matches(c)) or sels[0].matches(c):
+            continue
+        (key, vb), (_, vc) = (x.partition("=")[::2] for x in specs)
+        suite = str(b.suite or "quick")
+        ab = f"dsbench ab --baseline {specs[0]} --contender {specs[1]}"
+        found[frozenset(specs)] = Axis(
+            f"{results.slug(key)}-{results.slug(vb)}-vs-{results.slug(vc)}",
+            f"{AXIS_NAMES.get(key, key)} {vb} vs {vc}",
+            specs[0],
+            specs[1],
+            f"run `{ab} --suite {suite}`",
+            f"`{ab} --suite {{suite}}` with more rounds",
+            suite,
+            found=True,
+        )
+    return tuple(found.values())
+
+
 def pair_all(runs: list[Run], factor: float = FACTOR) -> list[AxisResult]:
-    """:data:`AXES` and the :func:`kernel_axes` of ``runs``, each paired."""
-    return [pair(axis, runs, factor) for axis in (*AXES, *kernel_axes(runs))]
+    """:data:`AXES`, the :func:`kernel_axes` of ``runs`` and their other :func:`ab_axes`, each
+    paired."""
+    axes = (*AXES, *kernel_axes(runs))
+    return [pair(axis, runs, factor) for axis in (*axes, *ab_axes(runs, axes))]
 
 
 # --------------------------------------------------------------------------------------------

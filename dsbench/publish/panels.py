@@ -61,11 +61,18 @@ def claim_topics(claim: Claim) -> set[str]:
 
 
 def panels(site: Site, axes: list[AxisResult]) -> Html:
-    """The grid of panels, one per axis."""
+    """The grid of panels, one per axis; each with the published claims on its topic (an A/B's
+    own axis, :func:`dsbench.publish.comparisons.ab_axes`: on its two sides)."""
     checked = site.claim_checks
     cards = []
     for r in axes:
-        own = [(c, row) for c, row in checked if topic(r.axis.baseline) in claim_topics(c)]
+        a = r.axis
+        if a.found:  # an A/B's own axis: only claims about these very two sides
+            sides = {a.baseline, a.contender}
+            own = [(c, row) for c, row in checked
+                   if {c.dsbench.baseline, c.dsbench.contender} == sides]  # fmt: skip
+        else:
+            own = [(c, row) for c, row in checked if topic(a.baseline) in claim_topics(c)]
         cards.append(panel(site, r, own))
     return el("div", *cards, cls="panels")
 
