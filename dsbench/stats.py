@@ -304,10 +304,10 @@ def _verdict(ratio, low, high, factor, direction, method) -> Verdict:
         return Verdict(change=change, ratio=ratio, low=low, high=high, method=method)
     if low >= 1 / factor and high <= factor:
         return Verdict(change="unchanged", ratio=ratio, low=low, high=high, method=method)
-    return Verdict(
-        change="inconclusive", ratio=ratio, low=low, high=high, method=method,
-        why=f"spread too wide: the interval reaches across x{factor:g}",
-    )  # fmt: skip
+    why = f"spread too wide: the interval reaches across x{factor:g}"
+    if low > 1 or high < 1:  # yet something changed
+        why += f"; yet it excludes x1: a change whose size against x{factor:g} is not yet known"
+    return Verdict(change="inconclusive", ratio=ratio, low=low, high=high, method=method, why=why)
 
 
 # [Note: paired blocks]

@@ -72,16 +72,16 @@ def _runs(tmp_path):
 
 
 GOLDEN_GITHUB = textwrap.dedent("""\
-    | benchmark                    | unit   | baseline   | contender   | ratio   | 99% interval   | change            | basis                                                                                         |
-    |------------------------------|--------|------------|-------------|---------|----------------|-------------------|-----------------------------------------------------------------------------------------------|
-    | adamw[params=1000000]        | GB/s ↑ | 50.01      | 40.01       | 0.800   | 0.797-0.803    | worse             | t(10)+bootstrap 6+6 rounds                                                                    |
-    | gemm[size=512]               | ms ↓   | 10.01      | 8.006       | 0.800   | 0.797-0.803    | better            | t(10)+bootstrap 6+6 rounds                                                                    |
-    | allreduce[size=1048576]      | GB/s ↑ | 1.005      | 1.005       | 1.000   | 0.996-1.005    | unchanged         | t(10)+bootstrap 6+6 rounds                                                                    |
-    | allreduce[size=4194304]      | GB/s ↑ | 2.005      | 2.045       | 1.020   | 1.016-1.024    | unchanged         | t(10)+bootstrap 6+6 rounds                                                                    |
-    | allgather[size=1048576]      | GB/s ↑ | 1.007      | 1.308       | 1.299   | 1.048-1.609    | inconclusive      | spread too wide: the interval reaches across x1.05; about 7 rounds a side would decide x1.299 |
-    | reduce_scatter[size=1048576] | GB/s ↑ | 3.005      | n/a         |         |                | contender failed  |                                                                                               |
-    | old_only[x=1]                | GB/s ↑ | 1.005      | n/a         |         |                | only in baseline  |                                                                                               |
-    | new_only[x=1]                | GB/s ↑ | n/a        | 1.005       |         |                | only in contender |                                                                                               |""")
+    | benchmark                    | unit   | baseline   | contender   | ratio   | 99% interval   | change            | basis                                                                                                                                                                 |
+    |------------------------------|--------|------------|-------------|---------|----------------|-------------------|-----------------------------------------------------------------------------------------------------------------------------------------------------------------------|
+    | adamw[params=1000000]        | GB/s ↑ | 50.01      | 40.01       | 0.800   | 0.797-0.803    | worse             | t(10)+bootstrap 6+6 rounds                                                                                                                                            |
+    | gemm[size=512]               | ms ↓   | 10.01      | 8.006       | 0.800   | 0.797-0.803    | better            | t(10)+bootstrap 6+6 rounds                                                                                                                                            |
+    | allreduce[size=1048576]      | GB/s ↑ | 1.005      | 1.005       | 1.000   | 0.996-1.005    | unchanged         | t(10)+bootstrap 6+6 rounds                                                                                                                                            |
+    | allreduce[size=4194304]      | GB/s ↑ | 2.005      | 2.045       | 1.020   | 1.016-1.024    | unchanged         | t(10)+bootstrap 6+6 rounds                                                                                                                                            |
+    | allgather[size=1048576]      | GB/s ↑ | 1.007      | 1.308       | 1.299   | 1.048-1.609    | inconclusive      | spread too wide: the interval reaches across x1.05; yet it excludes x1: a change whose size against x1.05 is not yet known; about 7 rounds a side would decide x1.299 |
+    | reduce_scatter[size=1048576] | GB/s ↑ | 3.005      | n/a         |         |                | contender failed  |                                                                                                                                                                       |
+    | old_only[x=1]                | GB/s ↑ | 1.005      | n/a         |         |                | only in baseline  |                                                                                                                                                                       |
+    | new_only[x=1]                | GB/s ↑ | n/a        | 1.005       |         |                | only in contender |                                                                                                                                                                       |""")
 
 
 def test_golden_table_four_verdicts(tmp_path):

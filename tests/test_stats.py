@@ -91,6 +91,18 @@ def test_rows_at_or_below_zero_are_unchanged_only_when_every_value_is_the_same()
     assert v.change == "inconclusive"
 
 
+def test_an_interval_off_x1_across_the_factor_says_something_changed():
+    """x0.93 with 36 rounds a side spread by 4%: the interval lies below x1 but reaches across
+    x1/1.05 (a 1 MiB collective on Python 3.12): inconclusive, saying a change was seen; an
+    interval around x1 does not say so."""
+    rng = np.random.default_rng(3)
+    v = judge(_side(rng, 36, 0.04), _side(rng, 36, 0.04, shift=np.log(0.94)), direction="higher")
+    assert v.change == "inconclusive" and v.high < 1 and v.low < 1 / 1.05 < v.high
+    assert v.why.endswith("yet it excludes x1: a change whose size against x1.05 is not yet known")
+    v = judge(_side(rng, 3, 0.1), _side(rng, 3, 0.1), direction="higher")
+    assert v.change == "inconclusive" and v.low < 1 < v.high and "excludes" not in v.why
+
+
 def _side(rng, rounds, between, within=0.01, n=20, shift=0.0):
     return [
         list(np.exp(shift + rng.normal(0, between) + rng.normal(0, within, n)))
