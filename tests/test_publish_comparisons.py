@@ -205,6 +205,16 @@ def test_an_ab_pair_outside_the_missions_axes_gets_its_own_page_and_panel(tmp_pa
     _check_links_and_images(out)
 
 
+def test_history_tick_labels_keep_the_end_that_tells_an_ab_pairs_sides_apart():
+    from dsbench.publish import plots
+
+    sides = [plots.text(f"ds0172-vs-0198-zero3-blocks-{s}", 28, middle=True)
+             for s in ("baseline", "contender")]  # fmt: skip
+    assert sides == ["ds0172-vs-019…locks-baseline", "ds0172-vs-019…ocks-contender"]
+    assert all(len(x) == 28 for x in sides)
+    assert plots.text("ds-series-deepspeed=0.17.2", 28, middle=True) == "ds-series-deepspeed=0.17.2"
+
+
 def test_ratio_chart_labels_are_short_and_unique():
     """Mixed benchmarks: each loses the parameters its own cases share, labels stay unique."""
     from dsbench.publish import plots

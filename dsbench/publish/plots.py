@@ -24,11 +24,18 @@ MAX_LINES = 10
 """History charts draw at most this many series; the caption says when more were left out."""
 
 
-def text(value: object, limit: int = 70) -> str:
-    """A string from a result file made safe for matplotlib: no mathtext, bounded length."""
+def text(value: object, limit: int = 70, *, middle: bool = False) -> str:
+    """A string from a result file made safe for matplotlib: no mathtext, bounded length (cut
+    at the end, or with ``middle`` in the middle, keeping the end that tells apart labels such
+    as an A/B's ``...-baseline`` and ``...-contender``)."""
     s = str(value).replace("$", r"\$")  # outside mathtext a backslash is just a backslash
     s = " ".join(s.split())  # no newlines or tabs inside tick labels
-    return s if len(s) <= limit else s[: limit - 1] + "…"
+    if len(s) <= limit:
+        return s
+    if middle:
+        head = (limit - 1) // 2
+        return s[:head] + "…" + s[len(s) - (limit - 1 - head) :]
+    return s[: limit - 1] + "…"
 
 
 def split_id(bid: str) -> tuple[str, list[str]]:
@@ -277,7 +284,8 @@ def history(
             color=COLORS[j % len(COLORS)],
             linestyle="-" if j < len(COLORS) else "--",
         )
-    ax.set_xticks(list(xs), [text(x, 28) for x in x_labels], rotation=30, ha="right", fontsize=8)
+    ticks = [text(x, 28, middle=True) for x in x_labels]
+    ax.set_xticks(list(xs), ticks, rotation=30, ha="right", fontsize=8)
     values = _positive(v for s in series[:MAX_LINES] for v in s.values)
     if log or (log is None and values and max(values) / min(values) > 50):
         ax.set_yscale("log")
