@@ -200,19 +200,24 @@ def is_noise(run: Run) -> bool:
     return run.purpose == "noise"
 
 
+def ab_sides(runs: Iterable[Run]) -> dict[str, dict[str, Run]]:
+    """Per ``dsbench ab`` id, the runs of its sides (``baseline``, ``contender``)."""
+    sides: dict[str, dict[str, Run]] = {}
+    for run in runs:
+        ab = run.ab
+        if ab is not None and ab.id and ab.side in ("baseline", "contender"):
+            sides.setdefault(str(ab.id), {})[ab.side] = run
+    return sides
+
+
 def ab_pairs(
     runs: list[Run], b_sel: compare.Selector, c_sel: compare.Selector
 ) -> list[tuple[Run, Run, str]]:
     """Every two runs ``dsbench ab`` measured together (``Run.ab``: same id, one baseline and
     one contender side) that the two selectors tell apart, oriented as the axis, oldest first;
     each with the note that says so."""
-    sides: dict[str, dict[str, Run]] = {}
-    for run in runs:
-        ab = run.ab
-        if ab is not None and ab.id and ab.side in ("baseline", "contender"):
-            sides.setdefault(str(ab.id), {})[ab.side] = run
     found = []
-    for ab_id, pair_ in sides.items():
+    for ab_id, pair_ in ab_sides(runs).items():
         b, c = pair_.get("baseline"), pair_.get("contender")
         if b is None or c is None:
             continue
@@ -323,16 +328,11 @@ def ab_axes(runs: Iterable[Run], covered: Iterable[Axis] = AXES) -> tuple[Axis, 
             c_sel = compare.Selector.parse(axis.contender, keys)
         except UsageError:  # a parameter no run has
             continue
-        taken |= {(b.id, c.id) for b, c, _ in ab_pairs(runs, b_sel, c_sel)}
-        taken |= {(c.id, b.id) for b, c, _ in ab_pairs(runs, b_sel, c_sel)}
-    sides: dict[str, dict[str, Run]] = {}
-    for run in runs:
-        if run.ab is not None and run.ab.id and run.ab.side in ("baseline", "contender"):
-            sides.setdefault(str(run.ab.id), {})[run.ab.side] = run
+        taken |= {frozenset((b.id, c.id)) for b, c, _ in ab_pairs(runs, b_sel, c_sel)}
     found: dict[frozenset[str], Axis] = {}
-    for pair_ in sides.values():
+    for pair_ in ab_sides(runs).values():
         b, c = pair_.get("baseline"), pair_.get("contender")
-        if b is None or c is None or (b.id, c.id) in taken:
+        if b is None or c is None or frozenset((b.id, c.id)) in taken:
             continue
         specs = [str(r.ab.spec or "") for r in (b, c)]
         if specs[0] == specs[1] or frozenset(specs) in found:
