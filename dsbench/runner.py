@@ -21,6 +21,7 @@ import torch
 
 from dsbench import results
 from dsbench.errors import UsageError
+from dsbench.hardware.caches import Residency, last_level, residency
 from dsbench.memory import host_rss, release_freed
 from dsbench.records import (
     OK,
@@ -41,7 +42,7 @@ from dsbench.records import (
 from dsbench.stats import Summary, summarize
 from dsbench.suites import BENCHMARKS, Benchmark, Case, Context, Skip, case_id
 from dsbench.suites import ceilings as ceilings_mod
-from dsbench.timing import Measurement, TimingConfig, measure, merge
+from dsbench.timing import Measurement, TimingConfig, device_cache_levels, measure, merge
 
 if TYPE_CHECKING:
     from dsbench.hardware import Profile
@@ -91,6 +92,7 @@ def context_for(env: dict, suite: str, ranks: int | None = None) -> Context:
         suite=suite,
         cpu_flags=tuple((env.get("cpu") or {}).get("flags") or ()),
         device_count=env.get("device_count", 0) if gpu else 0,
+        llc_bytes=int((env.get("caches") or {}).get("last_level_bytes") or 0),
         ranks=ranks,
     )
 
@@ -140,12 +142,16 @@ def ok_row(bench: Benchmark, params: dict, case: Case, m: Measurement, profile: 
     """A result row: the primary metric with its samples and statistics, secondary metrics,
     % of the profile's peak, the counted work, peak memory and the raw timing."""
     metrics: dict[str, tuple[MetricValue, list[float], Summary]] = {}
+    res = case_residency(case, profile)
+    notes = {**case.notes, "residency": res.to_dict()} if res is not None else case.notes
     for metric in bench.metrics:
         samples = [metric.value(case.work, t) for t in m.samples]
         s = summarize(samples)
         pct, peak = UNSET, UNSET
         if metric.peak:
             pct, peak = _pct_of_peak(s.median, metric.peak.format(**params), profile)
+            if res is not None and not res.dram and metric.peak == "mem_bandwidth":
+                pct, peak = None, dataclasses.replace(peak, value=None, na=res.text())
         entry = MetricValue(value=s.median, unit=metric.unit, direction=metric.direction,
                             ci99=[s.ci_low, s.ci_high], pct_of_peak=pct, peak=peak)  # fmt: skip
         metrics[metric.name] = (entry, samples, s)
@@ -167,9 +173,19 @@ def ok_row(bench: Benchmark, params: dict, case: Case, m: Measurement, profile: 
         metrics={k: v[0] for k, v in metrics.items()},
         work=CountedWork(**dataclasses.asdict(case.work)),
         memory=Memory.from_json(m.memory) if isinstance(m.memory, dict) else m.memory,
-        notes=Notes.from_json(case.notes),
+        notes=Notes.from_json(notes),
         timing=Timing.from_json({k: v for k, v in m.to_dict().items() if k != "memory"}),
     )
+
+
+def case_residency(case: Case, profile: Profile) -> Residency | None:
+    """Where a memory-bound case's working set lives against this device's last-level cache
+    (None for a case that counts none): a cache-resident or partly resident row has no share of
+    the DRAM ceiling, only its label (:mod:`dsbench.hardware.caches`)."""
+    if not case.work.working_set:
+        return None
+    levels = device_cache_levels(profile.backend != "cpu", profile)
+    return residency(case.work.working_set, last_level(levels))
 
 
 def _pct_of_peak(value: float, kind: str, profile: Profile) -> tuple[float | None, Peak]:

@@ -25,12 +25,21 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
+from dsbench.hardware.caches import (
+    CacheLevel,
+    cpu_cache_levels,
+    cpu_llc_bytes,
+    gpu_cache_levels,
+)
 from dsbench.memory import PeakMemory, max_over
 from dsbench.stats import Summary, summarize
+
+if TYPE_CHECKING:
+    from dsbench.hardware import Profile
 
 FLUSH_BYTES_MIN = 256 * 1024**2
 
@@ -129,15 +138,10 @@ def merge(parts: list[Measurement], level: float = 0.99) -> Measurement:
     )
 
 
-@functools.cache
 def cpu_cache_bytes() -> int:
-    """Largest CPU cache (the LLC) from sysfs; 32 MiB when unknown."""
-    sizes = []
-    for f in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
-        text = f.read_text().strip().upper()
-        mult = {"K": 1024, "M": 1024**2, "G": 1024**3}.get(text[-1:], 1)
-        sizes.append(int(text.rstrip("KMG")) * mult)
-    return max(sizes, default=32 * 1024**2)
+    """Largest CPU cache (the LLC) from sysfs; 32 MiB when unknown
+    (:func:`dsbench.hardware.caches.cpu_llc_bytes`)."""
+    return cpu_llc_bytes()
 
 
 def cache_bytes(device: torch.device | str) -> int:
@@ -146,6 +150,30 @@ def cache_bytes(device: torch.device | str) -> int:
         props = torch.cuda.get_device_properties(device)
         return int(getattr(props, "L2_cache_size", 0) or 50 * 1024**2)
     return cpu_cache_bytes()
+
+
+def device_cache_levels(
+    gpu: bool, profile: Profile | None = None, l2_bytes: int | None = None
+) -> list[CacheLevel]:
+    """The caches of the device this process measures: the CPU's from sysfs, or the GPU's L2
+    (``l2_bytes``, else the current device's ``L2_cache_size`` from torch's properties) with the
+    profile's ``last_level_cache_mib`` above it where the profile states one (MI300X's Infinity
+    Cache)."""
+    if not gpu:
+        return cpu_cache_levels()
+    fig = getattr(profile, "last_level_cache_mib", None)
+    listed = None
+    if profile is not None and fig is not None and fig.value:
+        name = "Infinity Cache" if profile.vendor == "amd" else "L2"
+        listed = CacheLevel(name=name, bytes=int(fig.value * 1024**2), shared_by="device",
+                            source=f"profile {profile.name}: {fig.source}")  # fmt: skip
+    if l2_bytes is None:
+        try:
+            props = torch.cuda.get_device_properties(torch.cuda.current_device())
+            l2_bytes = int(getattr(props, "L2_cache_size", 0) or 0)
+        except (RuntimeError, AssertionError):  # no usable GPU here: the profile's, if any
+            l2_bytes = 0
+    return gpu_cache_levels(l2_bytes, listed)
 
 
 def rotation_count(bytes_per_set: int, device: torch.device | str, max_sets: int = 64) -> int:

@@ -93,10 +93,31 @@ def _pct_cell(r: Row) -> str:
         top = quantile_ci(r.samples, CEILING_QUANTILE)[0] if r.samples else math.nan
         return f"ceiling: p{CEILING_QUANTILE * 100:.0f} {top:.4g}"
     pct = value_or(r.pct_of_peak)
-    text = hardware.pct_text(pct, value_or(r.peak.measured) if r.peak else None)
+    res = value_or(r.notes.residency) if r.notes else None
+    if pct is None and isinstance(res, dict) and res.get("kind") != "dram":
+        cache = res.get("cache") or {}
+        return f"{'in' if res['kind'] == 'resident' else 'partly in'} {cache.get('name', 'cache')}"
+    if r.notes and r.notes.extra.get("over_ceiling"):  # above this run's ceiling, flagged
+        text = f"{pct:.1f}%*"
+    else:
+        text = hardware.pct_text(pct, value_or(r.peak.measured) if r.peak else None)
     entry = (r.metrics or {}).get(r.metric)
     ci = value_or(entry.pct_ci99) if entry else None
     return f"{text} ({ci[0]:.1f}-{ci[1]:.1f})" if ci and pct is not None else text
+
+
+def cache_notes(rows: list[Row]) -> list[str]:
+    """The notes under the summary table: each row above this run's ceiling (``*``, under the
+    bound of a wrong count), and each cache-resident row's label."""
+    out = []
+    for r in rows:
+        extra = r.notes.extra if r.ok and r.notes else {}
+        res = value_or(r.notes.residency) if r.ok and r.notes else None
+        if extra.get("over_ceiling"):
+            out.append(f"* {r.id}: {extra['over_ceiling']}")
+        elif isinstance(res, dict) and res.get("kind") != "dram" and r.pct_of_peak is None:
+            out.append(f"{r.id}: {res.get('text')}, so no share of the DRAM ceiling")
+    return out
 
 
 def summary_table(rows: list[Row]) -> str:
@@ -239,6 +260,8 @@ def run(args: argparse.Namespace) -> int:
             path=out if out.suffix == ".json" else None,
         )
     print(summary_table(rows))
+    if notes := cache_notes(rows):
+        print("\n".join(notes))
     print(f"\nwrote {path} ({record.wall_s:.0f} s, suite {suite}, profile {profile.name})")
     if stopped is not None:
         print(

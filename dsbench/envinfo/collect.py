@@ -336,6 +336,26 @@ def _profile(backend: str, device: dict) -> dict:
         }
 
 
+def _caches(backend: str, profile_name: str | None, device: dict) -> dict:
+    """The device's caches (``dsbench.timing.device_cache_levels``): each level, and the last
+    level the suites size their memory-bound cases by (``dsbench.hardware.caches``)."""
+    from dsbench.hardware import get_profile
+    from dsbench.hardware.caches import last_level
+    from dsbench.timing import device_cache_levels
+
+    try:
+        profile = get_profile(profile_name) if profile_name else None
+    except Exception:  # the report must work while profiles are missing or broken
+        profile = None
+    levels = device_cache_levels(backend != "cpu", profile, device.get("l2_cache_bytes"))
+    llc = last_level(levels)
+    return {
+        "levels": [c.to_dict() for c in levels],
+        "last_level": llc.name if llc else None,
+        "last_level_bytes": llc.bytes if llc else None,
+    }
+
+
 def _kernels(backend: str) -> list[dict]:
     try:
         from dsbench.kernels import registry
@@ -446,6 +466,7 @@ def collect_env(device: str | None = None, *, telemetry: bool = True) -> dict:
         "env_vars": _env_vars(),
         "collected_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
+    env["caches"] = _caches(backend, env["profile"].get("name"), devices[0] if devices else {})
     if note:
         env["telemetry_note"] = note
     return env

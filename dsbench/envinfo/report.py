@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dsbench.hardware.caches import DRAM_FACTOR, size_text
+
 
 def _gib(n: int | None) -> str:
     return "?" if n is None else f"{n / 2**30:.1f} GiB"
@@ -23,6 +25,7 @@ def format_env(env: dict) -> str:
         _backend_and_devices,
         _gpu_telemetry,
         _cpu,
+        _caches,
         _compilers,
         _hardware_profile,
         _env_vars,
@@ -121,6 +124,30 @@ def _cpu(env: dict) -> list[str]:
     lines.append(_line("largest cache", None if llc is None else f"{llc / 2**20:g} MiB"))
     lines.append(_line("memory", _gib(env.get("memory", {}).get("total_bytes"))))
     lines.append(_line("flags", " ".join(cpu.get("flags") or []) or "(none of interest)"))
+    return lines
+
+
+def _caches(env: dict) -> list[str]:
+    """Each cache level of the measured device, and the last level memory-bound cases are sized
+    and labelled by (cache-resident, partly resident, DRAM)."""
+    caches = env.get("caches")
+    if not isinstance(caches, dict):
+        return []
+    lines = _section("Caches")
+    for c in caches.get("levels") or []:
+        where = ", ".join(x for x in (c.get("shared_by"), c.get("source")) if x)
+        lines.append(_line(c.get("name", "?"), f"{size_text(c.get('bytes') or 0)} ({where})"))
+    if not caches.get("levels"):
+        lines.append(_line("levels", "none reported: memory-bound rows are taken as DRAM"))
+    llc = caches.get("last_level_bytes")
+    if llc:
+        lines.append(
+            _line(
+                "last level",
+                f"{caches.get('last_level')} {size_text(llc)} (cases under "
+                f"{size_text(DRAM_FACTOR * llc)}: in cache, no DRAM share)",
+            )
+        )
     return lines
 
 

@@ -73,6 +73,7 @@ from dsbench.hardware.schema import (  # noqa: F401  (re-exported)
     BACKENDS,
     DTYPE_PEAKS,
     FIGURES,
+    OPTIONAL_FIGURES,
     PEAK_KEYS,
     PEAK_UNIT,
     VENDORS,

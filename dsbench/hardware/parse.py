@@ -17,6 +17,7 @@ from dsbench.hardware.schema import (
     _REQUIRED,
     BACKENDS,
     FIGURES,
+    OPTIONAL_FIGURES,
     PEAK_KEYS,
     PEAK_UNIT,
     VENDORS,
@@ -87,7 +88,9 @@ class _Parser:
                 ) from None
 
     def parse(self, data: dict[str, Any], path: str) -> Profile:
-        self.read.known(data, sorted({*_REQUIRED, *_OPTIONAL, *FIGURES, "peak_tflops"}))
+        self.read.known(
+            data, sorted({*_REQUIRED, *_OPTIONAL, *FIGURES, *OPTIONAL_FIGURES, "peak_tflops"})
+        )
         for key in (*_REQUIRED, *FIGURES, "peak_tflops"):
             if key not in data:
                 raise self.fail(key, "missing")
@@ -132,6 +135,11 @@ class _Parser:
             path=path,
             memory_range_gib=memory_range,
             notes=notes,
+            **{
+                key: self.figure(key, data[key], unit)
+                for key, unit in OPTIONAL_FIGURES.items()
+                if key in data
+            },
         )
 
 

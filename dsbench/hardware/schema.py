@@ -26,6 +26,12 @@ FIGURES: dict[str, str] = {
     "warp_size": "threads",
     "tdp_w": "W",
 }
+#: Optional top-level figures and their units: present only where a datasheet states one.
+OPTIONAL_FIGURES: dict[str, str] = {
+    # the cache above L2 that torch's device properties do not report (MI300X's Infinity Cache),
+    # or a GPU's L2 as the datasheet gives it (dsbench.hardware.caches)
+    "last_level_cache_mib": "MiB",
+}
 #: Keys of ``[peak_tflops]``: dense peak rates in TFLOP/s.
 PEAK_KEYS = ("fp16_matrix", "bf16_matrix", "tf32_matrix", "fp32", "fp64", "fp64_matrix")
 PEAK_UNIT = "TFLOP/s"
@@ -124,12 +130,16 @@ class Profile:
     """Detection only: the device's memory (GiB, as torch reports it) must lie in this range."""
     notes: str = ""
     """Free text shown by ``dsbench profiles NAME``."""
+    last_level_cache_mib: Figure | None = None
+    """The device's last-level cache, MiB, where the datasheet gives it (an optional figure):
+    MI300X's Infinity Cache, which torch does not report; None where the profile has none."""
 
     # -- lookups ------------------------------------------------------------------------------
 
     def figures(self) -> dict[str, Figure]:
         """All figures, top-level ones then ``peak_tflops.<key>``, in file order."""
         out = {key: getattr(self, key) for key in FIGURES}
+        out.update({key: getattr(self, key) for key in OPTIONAL_FIGURES if getattr(self, key)})
         out.update({f"peak_tflops.{key}": fig for key, fig in self.peak_tflops.items()})
         return out
 
@@ -170,6 +180,7 @@ class Profile:
             "notes": self.notes,
             "path": self.path,
             **{key: getattr(self, key).to_dict() for key in FIGURES},
+            **{k: getattr(self, k).to_dict() for k in OPTIONAL_FIGURES if getattr(self, k)},
             "peak_tflops": {key: fig.to_dict() for key, fig in self.peak_tflops.items()},
         }
 
@@ -200,6 +211,7 @@ class Profile:
             path=data.get("path", ""),
             memory_range_gib=(float(rng[0]), float(rng[1])) if rng else None,
             notes=data.get("notes", ""),
+            **{k: fig(data[k]) for k in OPTIONAL_FIGURES if isinstance(data.get(k), Mapping)},
         )
 
 

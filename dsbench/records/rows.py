@@ -114,6 +114,8 @@ class CountedWork(Record):
     items: float | Unset = UNSET
     tokens: float | Unset = UNSET
     busbw_factor: float | Unset = UNSET
+    working_set: float | Unset = UNSET
+    """Memory-bound cases: the distinct bytes one call touches (cache residency)."""
     floor_s: float | Unset = UNSET
     """Training steps: seconds of the step's compute alone on this rank; 0: not measured."""
 
@@ -182,6 +184,9 @@ class Notes(Record):
     """Training steps profiled after timing: where a step's time goes."""
     floor_ms: dict[str, float] | Unset = UNSET
     """Training steps: the compute-only floor's parts (forward_backward, optimizer, ...)."""
+    residency: dict[str, Any] | Unset = UNSET
+    """Memory-bound cases: where the working set lives against the last-level cache
+    (``dsbench.hardware.caches.Residency.to_dict``: kind, working_set_bytes, text, cache)."""
 
     _NESTED: ClassVar[NESTED] = {"phases_ms": ("one", Phases)}
 

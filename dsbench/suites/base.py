@@ -43,6 +43,10 @@ class Work:
     """Tokens processed (training and inference workloads)."""
     busbw_factor: float = 0.0
     """Collectives: busbw = algbw x factor (AllReduce 2(n-1)/n, ReduceScatter (n-1)/n)."""
+    working_set: float = 0.0
+    """Memory-bound cases: the distinct bytes one call touches (AdamW's p, g, m and v: 16
+    B/param), which decide whether the case sits in a cache (:mod:`dsbench.hardware.caches`);
+    0: not counted (no cache residency is judged)."""
     floor_s: float = 0.0
     """Training steps: seconds of the step's compute alone on this rank (forward, backward and
     the optimizer on its shard, no communication), measured in the same run; 0: not measured."""
@@ -127,6 +131,10 @@ class Context:
     world_size: int = 1
     cpu_flags: tuple[str, ...] = ()
     device_count: int = 0
+    llc_bytes: int = 0
+    """The device's last-level cache (``dsbench env``'s ``caches``), which memory-bound suites
+    size their cases by (one fits it, one is 4x it: :func:`dsbench.hardware.caches.ladder_sizes`);
+    0: unknown, the suites' own sizes only (publish's modelled tables, which allocate nothing)."""
     ranks: int | None = None
     """The ranks every multi-rank benchmark spawns (``dsbench run --ranks N``); None: each
     benchmark's own (2 on CPUs, one per visible GPU)."""

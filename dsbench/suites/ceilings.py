@@ -16,9 +16,14 @@ run measures the ceilings its rows need as rows of its own (see [Note: ceilings 
   random normal inputs rotated past the cache; the ceiling of a dtype is the best size.
 
 A ceiling is the best row's 90th percentile rate (:data:`CEILING_QUANTILE`), with its 99%
-interval; a share of peak carries the interval of the ratio (:func:`apply`). A benchmark whose
-share's interval lies wholly above 100% is a bug, not a record: its byte or FLOP count
-overstates the work, or its data stay in a cache; its row fails with both figures.
+interval; a share of peak carries the interval of the ratio (:func:`apply`). The memory ceiling
+is DRAM's, so only a row whose working set is DRAM-sized gets a share of it (a cache-resident or
+partly resident row is labelled instead, :mod:`dsbench.hardware.caches`). A share above 100% is
+not yet a bug: the ceiling kernels move 2-4 streams where AdamW moves 7, and a shared machine's
+bandwidth moves between slices, so such a row is flagged with those explanations
+(:func:`over_note`) and the run goes on. A row fails only where no healthy machine could
+produce it: its share's interval lies wholly above :data:`FAIL_SHARE` of the best ceiling, which
+means its byte or FLOP count is wrong.
 
 These are not in :data:`dsbench.suites.BENCHMARKS`: no suite selects them, the runner adds the
 ones its rows need (:func:`needed`).
@@ -57,15 +62,20 @@ def stream_bytes(ctx: Context) -> int:
     from dsbench.timing import cache_bytes
 
     floor = 2**30 if ctx.gpu else 64 * 2**20
-    return max(floor, 4 * cache_bytes(ctx.torch_device)) // 4 * 4
+    return max(floor, 4 * (ctx.llc_bytes or cache_bytes(ctx.torch_device))) // 4 * 4
 
 
 def _stream_grid(suite: str, ctx: Context) -> dict[str, list]:
     return {"kernel": list(STREAM_KERNELS)}
 
 
+ARRAYS = {"copy": 2, "triad": 3, "axpy": 2, "addcmul": 3}
+"""Distinct arrays each kernel touches: its working set is this many arrays."""
+
+
 def _stream_work(params: dict, ctx: Context) -> Work:
-    return Work(bytes=float(STREAMS[params["kernel"]] * stream_bytes(ctx)))
+    kernel, n = params["kernel"], stream_bytes(ctx)
+    return Work(bytes=float(STREAMS[kernel] * n), working_set=float(ARRAYS[kernel] * n))
 
 
 def _stream_setup(params: dict, ctx: Context) -> Case:
@@ -258,38 +268,72 @@ def profile_with(profile: Profile, ceilings: dict[str, Ceiling]) -> Profile:
     return dataclasses.replace(profile, **top, peak_tflops=peaks)
 
 
+FAIL_SHARE = 150.0
+"""A share of a ceiling measured in the run whose 99% interval lies wholly above this (%) fails
+its row: no healthy machine moves 1.5x the bytes its best stream kernel does at the same working
+set, or computes 1.5x its best matmul; the counted work is wrong."""
+
+
 def above_message(row: Row, metric: str, pct_low: float, c: Ceiling, kind: str) -> str:
-    """The failure of a row whose share of this run's ceiling lies wholly above 100%."""
+    """The failure of a row whose share of this run's ceiling lies wholly above
+    :data:`FAIL_SHARE`."""
     m = row.metrics[metric]
     why = (
-        "its byte count overstates the traffic, or its data stay in a cache"
+        "its byte count overstates the traffic"
         if _dtype_of(kind) is None
         else "its FLOP count overstates the work"
     )
     return (
-        f"{m.value:.4g} {m.unit} is above this run's {kind} ceiling {c.value:.4g} {m.unit} "
-        f"({c.row}; at least {pct_low:.1f}% of it at 99% confidence): a bug to explain: {why}"
+        f"{m.value:.4g} {m.unit} is {FAIL_SHARE / 100:g}x above this run's {kind} ceiling "
+        f"{c.value:.4g} {m.unit} ({c.row}; at least {pct_low:.1f}% of it at 99% confidence), "
+        f"more than any healthy machine reaches: {why}"
     )
+
+
+def over_note(pct: float, c: Ceiling, kind: str) -> str:
+    """Why a row's share of this run's ceiling can exceed 100% without a bug, for one that does
+    (below :data:`FAIL_SHARE`)."""
+    if _dtype_of(kind) is None:
+        why = (
+            "the ceiling kernels move 2-4 streams and this case more (AdamW: 7), which a "
+            "memory system can serve faster; a shared machine's bandwidth moves between the "
+            "ceiling's slices"
+        )
+    else:
+        why = "the matmul ceiling's sizes differ from this case's; clocks moved between slices"
+    return (
+        f"{pct:.1f}% of this run's {kind} ceiling ({c.row}), under the {FAIL_SHARE:.0f}% that "
+        f"would mean a wrong count: {why}"
+    )
+
+
+def _dram_share(row: Row) -> bool:
+    """Whether a row's memory-bound metrics take a share of the DRAM ceiling: no for a row whose
+    working set sits (partly) in a cache."""
+    res = row.notes.residency if row.notes else None
+    return not isinstance(res, dict) or res.get("kind") == "dram"
 
 
 def apply(rows: list[Row], ceilings: dict[str, Ceiling], profile: Profile) -> list[Row]:
     """Rows with every share of a measured peak against this run's ceiling, with its interval
-    (``pct_ci99``, from the row's and the ceiling's 99% intervals); a row whose share lies wholly
-    above 100% fails with both figures (:func:`above_message`)."""
-    from dsbench.records import OK, UNSET, Peak
+    (``pct_ci99``, from the row's and the ceiling's 99% intervals), but for a cache-resident
+    row's memory share; a row above 100% is flagged (``notes.over_ceiling``, :func:`over_note`);
+    one whose share lies wholly above :data:`FAIL_SHARE` fails with both figures
+    (:func:`above_message`)."""
+    from dsbench.records import OK, UNSET, Notes, Peak
 
     out = []
     for row in rows:
         if row.status != OK or row.name in CEILINGS or not isinstance(row.metrics, dict):
             out.append(row)
             continue
-        metrics, failure = dict(row.metrics), None
+        metrics, failure, over = dict(row.metrics), None, None
         for name, m in row.metrics.items():
             if not isinstance(m.peak, Peak) or m.peak.measured is not True or not m.value:
                 continue
             peak, kind = m.peak, m.peak.kind
             c = ceilings.get(kind) if isinstance(kind, str) else None
-            if c is None:
+            if c is None or (_dtype_of(kind) is None and not _dram_share(row)):
                 continue
             lo, hi = (m.ci99 if isinstance(m.ci99, list) else [m.value, m.value])[:2]
             pct = 100.0 * m.value / c.value
@@ -297,10 +341,16 @@ def apply(rows: list[Row], ceilings: dict[str, Ceiling], profile: Profile) -> li
             new_peak = dataclasses.replace(peak, value=c.value, source=c.source, na=UNSET,
                                            ci99=[c.low, c.high], row=c.row)  # fmt: skip
             metrics[name] = dataclasses.replace(m, pct_of_peak=pct, pct_ci99=ci, peak=new_peak)
-            if ci[0] > 100.0 and failure is None:
+            if ci[0] > FAIL_SHARE and failure is None:
                 failure = above_message(row, name, ci[0], c, kind)
+            elif pct > 100.0 and name == row.metric:
+                over = over_note(pct, c, kind)
         primary = metrics.get(row.metric) if isinstance(row.metric, str) else None
         new = dataclasses.replace(row, metrics=metrics)
+        if over is not None:
+            base = row.notes if isinstance(row.notes, Notes) else Notes()
+            notes = dataclasses.replace(base, extra={**base.extra, "over_ceiling": over})
+            new = dataclasses.replace(new, notes=notes)
         if primary is not None and isinstance(primary.peak, Peak):
             new = dataclasses.replace(new, pct_of_peak=primary.pct_of_peak, peak=primary.peak)
         if failure is not None:

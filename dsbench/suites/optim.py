@@ -24,11 +24,19 @@ from dsbench.suites.base import (
 )
 
 ADAMW_BYTES_PER_PARAM = 28
+ADAMW_STATE_BYTES_PER_PARAM = 16
+"""The working set: p, g, m and v, fp32 (what a cache holds between calls)."""
 
 M = 1_000_000
 
 
 def _grid(suite: str, ctx: Context) -> dict[str, list]:
+    """quick and full follow the cache (:func:`dsbench.hardware.caches.ladder_sizes`): at least
+    one size fits the device's last-level cache and one is at least 4x it, so on every machine
+    (an L3 of 2 MiB or 768 MiB, an H100's 50 MiB L2, MI300X's 256 MiB Infinity Cache) the rows
+    show both regimes."""
+    from dsbench.hardware.caches import ladder_sizes
+
     sizes = {
         "smoke": [100_000],
         "quick": [1 * M, 4 * M, 16 * M] if not ctx.gpu else [4 * M, 16 * M, 64 * M],
@@ -36,6 +44,8 @@ def _grid(suite: str, ctx: Context) -> dict[str, list]:
         if not ctx.gpu
         else [16 * M, 64 * M, 256 * M, 1024 * M],
     }[suite]
+    if suite != "smoke" and ctx.llc_bytes:
+        sizes = ladder_sizes(sizes, ADAMW_STATE_BYTES_PER_PARAM, ctx.llc_bytes)
     grid = {"impl": impl_choices("adamw", suite, ctx), "params": sizes}
     if suite == "full":  # also with the fp16 loss scaler's unscaling (32 B/param)
         grid["scaler"] = [False, True]
@@ -49,7 +59,9 @@ def bytes_per_param(params: dict) -> int:
 
 def _work(params: dict, ctx: Context) -> Work:
     n = params["params"]
-    return Work(bytes=bytes_per_param(params) * n, items=n)
+    return Work(
+        bytes=bytes_per_param(params) * n, items=n, working_set=ADAMW_STATE_BYTES_PER_PARAM * n
+    )
 
 
 def _setup(params: dict, ctx: Context) -> Case:
@@ -132,7 +144,8 @@ def _copy_grid(suite: str, ctx: Context) -> dict[str, list]:
 
 
 def _copy_work(params: dict, ctx: Context) -> Work:
-    return Work(bytes=2.0 * params["size"])  # each byte read once and written once
+    size = params["size"]
+    return Work(bytes=2.0 * size, working_set=2.0 * size)  # each byte read once, written once
 
 
 def _copy_setup(params: dict, ctx: Context) -> Case:
