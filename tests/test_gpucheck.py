@@ -81,6 +81,12 @@ def test_headline_ratios_come_from_this_runs_rows_and_impossible_values_are_flag
     lines = {(h.what, h.against): h for h in gpucheck.headline(outcomes, ceilings, tmp_path)}
     copy = lines[("triton AdamW 64,000,000 params", "copy bandwidth")]
     assert copy.ratio == pytest.approx(4000 / 3800) and copy.flag.startswith("above the measured")
+    assert "not a bug" in copy.flag  # AdamW's streams against copy's: only 1.5x cannot be true
+    wrong = gpucheck.Headline("AdamW", 6000.0, "GB/s", "copy bandwidth", 6000 / 3800)
+    assert (
+        gpucheck._impossible(wrong, {})
+        == "over 1.5x the measured copy bandwidth: a wrong byte count"
+    )
     fused = lines[("triton AdamW 64,000,000 params", "torch fused AdamW")]
     assert fused.ratio == pytest.approx(1.25) and not fused.flag
     assert lines[("triton fp16 GEMM 4096", "torch.matmul")].ratio == pytest.approx(700 / 760)
