@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dsbench.records import fingerprint
+
 
 def _gib(n: int | None) -> str:
     return "?" if n is None else f"{n / 2**30:.1f} GiB"
@@ -56,6 +58,8 @@ def _versions(env: dict) -> list[str]:
         _line("os", f"{plat.get('os')} (kernel {plat.get('release')}, {plat.get('machine')})")
     )
     lines.append(_line("host", plat.get("hostname")))
+    hw = fingerprint.from_env(env)
+    lines.append(_line("hardware", f"{hw.name} (fingerprint {hw.id})"))
     return lines
 
 
