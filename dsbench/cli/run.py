@@ -277,11 +277,11 @@ def _compare_with_previous(root: Path, record: RunRecord) -> None:
     like = [r for r in earlier if fingerprint.like(r.hardware, this.hardware)]
     if not like:
         newest = earlier[-1]
-        differ = "; ".join(fingerprint.differences(newest.hardware, this.hardware))
+        differ = fingerprint.what_differs(fingerprint.differences(newest.hardware, this.hardware))
         print(
             f"(no earlier run on this hardware to compare with: the newest run of suite "
             f"{record.suite} in '{record.machine}' ({newest.id}) is on {newest.hardware.name}, "
-            f"this is {this.hardware.name}: {differ})"
+            f"this is {this.hardware.name}; {differ} differ)"
         )
         return
     base = like[-1]

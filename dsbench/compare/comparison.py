@@ -297,13 +297,13 @@ def _unjudge(row: ComparedRow, differ: list[str]) -> ComparedRow:
     """A judged row of two unlike machines: the ratio kept, the verdict taken away."""
     if not row.comparable:
         return row
-    what = ", ".join(d.split(" (", 1)[0] for d in differ)
+    what = fingerprint.what_differs(differ)
     return dataclasses.replace(row, change=UNLIKE, to_decide=None,
                                basis=f"no verdict across hardware ({what} differ)")  # fmt: skip
 
 
 def _unlike_verdict(counts: dict[str, int], unlike: list[str]) -> str:
-    what = ", ".join(d.split(" (", 1)[0] for d in unlike)
+    what = fingerprint.what_differs(unlike)
     return (
         f"no verdict: the runs are on unlike hardware ({what} differ); {counts.get(UNLIKE, 0)} "
         f"row(s) with their ratios as measured, {counts['one side only']} on one side only"

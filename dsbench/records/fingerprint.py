@@ -212,6 +212,11 @@ def differences(a: Fingerprint, b: Fingerprint) -> list[str]:
     return out
 
 
+def what_differs(differences: list[str]) -> str:
+    """The fields of :func:`differences`, without their values: ``CPU, LLC, ISA``."""
+    return ", ".join(d.split(" (", 1)[0] for d in differences)
+
+
 def like(a: Fingerprint, b: Fingerprint) -> bool:
     """Whether ``a`` and ``b`` are the same hardware (:func:`differences` finds nothing)."""
     return not differences(a, b)
