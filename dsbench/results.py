@@ -44,6 +44,7 @@ from pathlib import Path
 
 from dsbench import records
 from dsbench.errors import UsageError
+from dsbench.records import fingerprint
 
 SCHEMA = "dsbench-result"
 SCHEMA_VERSION = 3
@@ -216,6 +217,7 @@ class Run:
     migrated_from: int | None = None
     _fields: dict | None = field(default=None, repr=False)
     _rows: dict[str, records.Row] | None = field(default=None, repr=False)
+    _hardware: fingerprint.Fingerprint | None = field(default=None, repr=False)
 
     @property
     def id(self) -> str:
@@ -288,6 +290,14 @@ class Run:
         if self._rows is None:
             self._rows = {r.id: r for r in self.record.rows}
         return self._rows
+
+    @property
+    def hardware(self) -> fingerprint.Fingerprint:
+        """The hardware the run was measured on (:mod:`dsbench.records.fingerprint`): stored
+        in its environment, or derived from an older file's environment."""
+        if self._hardware is None:
+            self._hardware = fingerprint.from_env(self.record.env)
+        return self._hardware
 
     @property
     def fields(self) -> dict[str, str | None]:

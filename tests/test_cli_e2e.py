@@ -63,7 +63,7 @@ def test_run_writes_a_complete_result_file(two_runs):
 
 def test_second_run_prints_comparison_with_the_first(two_runs):
     _, _, second = two_runs
-    assert "compared with the newest earlier run: run" in second.stdout
+    assert "compared with the newest earlier run on this hardware: run" in second.stdout
     assert "label 'first'" in second.stdout
     assert "| adamw[impl=torch,params=100000]" in second.stdout
 

@@ -19,7 +19,7 @@ from tabulate import tabulate
 from dsbench import compare, hardware, results
 from dsbench.errors import UsageError
 from dsbench.interrupts import as_interrupted, signals_ignored
-from dsbench.records import Interrupted, Row, RunRecord, value_or
+from dsbench.records import Interrupted, Row, RunRecord, fingerprint, value_or
 from dsbench.suites import SUITES, check_suite
 from dsbench.suites.ceilings import CEILING_MODES
 
@@ -280,6 +280,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _compare_with_previous(root: Path, record: RunRecord) -> None:
+    """Compare with the newest earlier run of the suite in this machine's folder that was
+    measured on this hardware (:mod:`dsbench.records.fingerprint`: a folder is a host name, and
+    two VMs called ``vm`` can be an AMD EPYC and an Intel Xeon); where there is none, one line
+    says why."""
     runs = results.load_runs(root)
     this = next((r for r in runs if r.id == record.run_id), None)
     earlier = [
@@ -293,12 +297,31 @@ def _compare_with_previous(root: Path, record: RunRecord) -> None:
     if this is None or not earlier:
         print("(no earlier run of this suite on this machine to compare with)")
         return
-    base = earlier[-1]
+    like = [r for r in earlier if fingerprint.like(r.hardware, this.hardware)]
+    if not like:
+        newest = earlier[-1]
+        differ = fingerprint.what_differs(fingerprint.differences(newest.hardware, this.hardware))
+        print(
+            f"(no earlier run on this hardware to compare with: the newest run of suite "
+            f"{record.suite} in '{record.machine}' ({newest.id}) is on {newest.hardware.name}, "
+            f"this is {this.hardware.name}; {differ} differ)"
+        )
+        return
+    base = like[-1]
+    passed = [r for r in earlier if r.created > base.created and r not in like]
+    skipped = (
+        f" (passing over {len(passed)} newer run(s) in '{record.machine}' on other hardware, "
+        f"{passed[-1].hardware.name})"
+        if passed
+        else ""
+    )
     rep = compare.report(
         base,
         this,
         axes={"commit", "dsbench"},
-        notes=[f"\ncompared with the newest earlier run: {base.describe()}"],
+        notes=[
+            f"\ncompared with the newest earlier run on this hardware: {base.describe()}" + skipped
+        ],
         runs=runs,
     )
     print("\n".join([*rep.notes, rep.table, rep.verdict]))

@@ -19,6 +19,11 @@ one of four verdicts from run-level statistics, in the metric's own direction.
   environment of each side (``python 3.11, deepspeed 0.18.3``).
 - Confounders: environment fields that differ besides the compared axis are listed above the
   table, because such a comparison measures more than one thing.
+- Hardware: runs on unlike hardware (:mod:`dsbench.records.fingerprint`: another CPU model,
+  cache, ISA, memory size or GPUs, whatever the host name) get no verdict: their rows say
+  ``unlike hardware`` with the ratio as measured, unless the hardware is the compared axis
+  (``backend=cuda`` vs ``backend=rocm``, ``cpu=xeon`` vs ``cpu=epyc``). A driver alone is a
+  confounder, still judged.
 
 The work is in three modules: :mod:`~dsbench.compare.selection` (which runs),
 :mod:`~dsbench.compare.comparison` (rows, verdicts, the report) and
@@ -26,6 +31,7 @@ The work is in three modules: :mod:`~dsbench.compare.selection` (which runs),
 """
 
 from dsbench.compare.comparison import (
+    UNLIKE,
     ComparedRow,
     Report,
     compare_rows,
@@ -34,6 +40,7 @@ from dsbench.compare.comparison import (
     regressions,
     report,
     tally,
+    unlike_hardware,
 )
 from dsbench.compare.render import FORMATS, interval_text, pct, render
 from dsbench.compare.selection import (
@@ -51,6 +58,7 @@ from dsbench.compare.selection import (
 __all__ = [
     "FORMATS",
     "SELECTOR_KEYS",
+    "UNLIKE",
     "ComparedRow",
     "Report",
     "Selector",
@@ -70,4 +78,5 @@ __all__ = [
     "render",
     "report",
     "tally",
+    "unlike_hardware",
 ]

@@ -12,7 +12,7 @@ from dsbench import records
 from dsbench.compare.render import pct, render
 from dsbench.compare.selection import Side, confounders, is_asv
 from dsbench.errors import UsageError
-from dsbench.records import Direction, value_or
+from dsbench.records import Direction, fingerprint, value_or
 from dsbench.results import Run
 from dsbench.sequential import paired_rounds_to_decide, rounds_to_decide
 from dsbench.stats import (
@@ -29,6 +29,9 @@ from dsbench.stats import (
 ENV_LABEL_KEYS = ("python", "deepspeed")
 """Always in an environment label: the axes of asv's matrix."""
 ENV_LABEL_IF_DIFFERENT = ("torch", "triton", "numpy", "backend", "device")
+UNLIKE = "unlike hardware"
+"""The change of a row measured on two unlike machines (:func:`unlike_hardware`): its ratio
+is shown as measured, and it has no verdict."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,7 +45,8 @@ class ComparedRow:
     ratio: float | None
     change: str
     """A verdict (:data:`dsbench.stats.VERDICTS`), or why the row is not comparable: 'only in
-    baseline', 'only in contender', 'baseline failed', 'skipped / failed', 'units differ'."""
+    baseline', 'only in contender', 'baseline failed', 'skipped / failed', 'units differ',
+    'unlike hardware' (:data:`UNLIKE`: the ratio and its interval shown, no verdict)."""
     low: float | None = None
     """The 99% interval of the ratio."""
     high: float | None = None
@@ -232,10 +236,14 @@ def _row(bid, unit, direction, b_rounds, c_rounds, v: Verdict, envs) -> Compared
     )
 
 
-def noise_figures(runs: list[Run], machine: str) -> tuple[Run | None, dict[str, Noise]]:
-    """The newest noise calibration of ``machine`` (a run ``dsbench noise`` wrote) and its
-    figure per benchmark id: the spread of the log launch medians, with launches - 1 df."""
-    calib = [r for r in runs if r.purpose == "noise" and r.machine == machine]
+def noise_figures(
+    runs: list[Run], machine: str, hardware: fingerprint.Fingerprint | None = None
+) -> tuple[Run | None, dict[str, Noise]]:
+    """The newest noise calibration of ``machine`` (a run ``dsbench noise`` wrote; with
+    ``hardware``, one measured on like hardware) and its figure per benchmark id: the spread of
+    the log launch medians, with launches - 1 df."""
+    calib = [r for r in runs if r.purpose == "noise" and r.machine == machine
+             and (hardware is None or fingerprint.like(r.hardware, hardware))]  # fmt: skip
     if not calib:
         return None, {}
     run = calib[-1]
@@ -250,11 +258,14 @@ def noise_figures(runs: list[Run], machine: str) -> tuple[Run | None, dict[str, 
 
 
 def tally(rows: list[ComparedRow]) -> dict[str, int]:
-    """Rows per verdict, plus those on one side only and those failed, skipped or unlike."""
+    """Rows per verdict, plus those on one side only and those failed, skipped or unlike; and
+    where there are any, those on unlike hardware (:data:`UNLIKE`)."""
     counts = {v: 0 for v in VERDICTS} | {"one side only": 0, "not comparable": 0}
     for r in rows:
         if r.comparable:
             counts[r.change] += 1
+        elif r.change == UNLIKE:
+            counts[UNLIKE] = counts.get(UNLIKE, 0) + 1
         elif r.change.startswith("only in"):
             counts["one side only"] += 1
         else:
@@ -270,6 +281,34 @@ def env_label(run: Run, other: Run) -> str:
     ]
     label = ", ".join(f"{k} {run.fields[k]}" for k in keys if run.fields.get(k) is not None)
     return ("asv: " if is_asv(run) else "") + (label or "(versions not recorded)")
+
+
+def unlike_hardware(base: Run, cont: Run, axes: set[str]) -> list[str]:
+    """What makes the two runs' hardware different (``CPU (Intel Xeon vs AMD EPYC)``,
+    :func:`dsbench.records.fingerprint.differences`), unless hardware is what is compared (an
+    axis in :data:`~dsbench.records.fingerprint.HARDWARE_AXES`: ``backend=cuda`` vs
+    ``backend=rocm``) or the sides are one run's; empty when the hardware is alike."""
+    if base is cont or axes & fingerprint.HARDWARE_AXES:
+        return []
+    return fingerprint.differences(base.hardware, cont.hardware)
+
+
+def _unjudge(row: ComparedRow, differ: list[str]) -> ComparedRow:
+    """A judged row of two unlike machines: the ratio kept, the verdict taken away."""
+    if not row.comparable:
+        return row
+    what = fingerprint.what_differs(differ)
+    return dataclasses.replace(row, change=UNLIKE, to_decide=None,
+                               basis=f"no verdict across hardware ({what} differ)")  # fmt: skip
+
+
+def _unlike_verdict(counts: dict[str, int], unlike: list[str]) -> str:
+    what = fingerprint.what_differs(unlike)
+    return (
+        f"no verdict: the runs are on unlike hardware ({what} differ); {counts.get(UNLIKE, 0)} "
+        f"row(s) with their ratios as measured, {counts['one side only']} on one side only"
+        + (f", {counts['not comparable']} failed or skipped" if counts["not comparable"] else "")
+    )
 
 
 def regressions(rows: list[ComparedRow]) -> list[ComparedRow]:
@@ -308,7 +347,9 @@ def report(
     noise: dict[str, Noise] = {}
     if not same_run and runs and base.run.machine == cont.run.machine:
         calib, noise = noise_figures(
-            [r for r in runs if r is not base.run and r is not cont.run], base.run.machine
+            [r for r in runs if r is not base.run and r is not cont.run],
+            base.run.machine,
+            base.run.hardware,
         )
         if calib is not None:
             notes.append(
@@ -343,6 +384,15 @@ def report(
     if diffs:
         axis = ", ".join(sorted(axes)) or "the runs chosen"
         notes.append(f"confounded: besides {axis}, the runs differ in: " + "; ".join(diffs))
+    unlike = unlike_hardware(base.run, cont.run, axes)
+    if unlike:
+        rows = [_unjudge(r, unlike) for r in rows]
+        notes.append(
+            f"unlike hardware: the baseline ran on {base.run.hardware.name}, the contender on "
+            f"{cont.run.hardware.name} ({'; '.join(unlike)}): no row is judged better, worse or "
+            "unchanged, the ratios are as measured; to compare the hardware itself, make it "
+            "the axis (--baseline cpu=... --contender cpu=..., or device=, backend=, profile=)"
+        )
     counts = tally(rows)
     verdict = (
         f"{counts['better']} better, {counts['worse']} worse, {counts['unchanged']} unchanged, "
@@ -353,6 +403,8 @@ def report(
         + (f", {counts['not comparable']} failed, skipped or unlike" if counts["not comparable"]
            else "")
     )  # fmt: skip
+    if unlike:
+        verdict = _unlike_verdict(counts, unlike)
     return Report(
         notes=notes, table=render(rows, fmt, level), verdict=verdict, rows=rows, counts=counts
     )

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from dsbench.envinfo import parse
 from dsbench.errors import UsageError, choices_message
+from dsbench.records import fingerprint
 
 TOOL_TIMEOUT_S = 5.0
 """Timeout for every external tool (git, nvidia-smi, rocm-smi, nvcc, hipcc)."""
@@ -231,6 +232,15 @@ def _gpu_devices(torch) -> list[dict]:
     return devices
 
 
+def _l2_bytes() -> int | None:
+    """cpu0's level-2 data or unified cache (sysfs), None where not reported."""
+    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        level, kind = (_read(str(index / name)) or "" for name in ("level", "type"))
+        if level.strip() == "2" and kind.strip() != "Instruction":
+            return parse._size_bytes(_read(str(index / "size")) or "")
+    return None
+
+
 def _cpu(torch) -> dict:
     model, flags = parse.parse_cpuinfo(_read("/proc/cpuinfo") or "")
     caches = [
@@ -251,6 +261,7 @@ def _cpu(torch) -> dict:
         "affinity_cpus": affinity,
         "cgroup_cpu_quota": quota,
         "torch_threads": torch.get_num_threads(),
+        "l2_bytes": _l2_bytes(),
         "llc_bytes": max((c for c in caches if c), default=None),
         "flags": flags,
     }
@@ -460,6 +471,7 @@ def collect_env(device: str | None = None, *, telemetry: bool = True) -> dict:
         "driver": driver,
         "cpu": cpu,
         "memory": {"total_bytes": memory},
+        "hardware": None,  # filled in below, from the fields above
         "compilers": compilers,
         "profile": _profile(backend, devices[0] if devices else {}),
         "kernels": _kernels(backend),
@@ -467,6 +479,7 @@ def collect_env(device: str | None = None, *, telemetry: bool = True) -> dict:
         "collected_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     env["caches"] = _caches(backend, env["profile"].get("name"), devices[0] if devices else {})
+    env["hardware"] = fingerprint.from_env(env).to_json()
     if note:
         env["telemetry_note"] = note
     return env

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dsbench.hardware.caches import DRAM_FACTOR, size_text
+from dsbench.records import fingerprint
 
 
 def _gib(n: int | None) -> str:
@@ -59,6 +60,8 @@ def _versions(env: dict) -> list[str]:
         _line("os", f"{plat.get('os')} (kernel {plat.get('release')}, {plat.get('machine')})")
     )
     lines.append(_line("host", plat.get("hostname")))
+    hw = fingerprint.from_env(env)
+    lines.append(_line("hardware", f"{hw.name} (fingerprint {hw.id})"))
     return lines
 
 

@@ -31,9 +31,9 @@ from dsbench.errors import UsageError
 from dsbench.kernels.registry import DEFAULTS as REFERENCE_IMPLS
 from dsbench.publish import plots
 from dsbench.publish.comparison_charts import comparison_charts, ratio_figure
-from dsbench.publish.facts import finite, prose, run_title
+from dsbench.publish.facts import by_hardware, finite, prose, run_title
 from dsbench.publish.html import Html, breakable, el, join, link, table
-from dsbench.records import HIGHER, value_or
+from dsbench.records import HIGHER, fingerprint, value_or
 from dsbench.results import Run
 
 if TYPE_CHECKING:
@@ -254,7 +254,11 @@ def pair(
     c_sel = compare.Selector.parse(axis.contender, keys)
     result.param = b_sel.param or c_sel.param
     sides = runs if result.param else [r for r in runs if not is_noise(r)]
-    for key, members in groups(sides).items():
+    # runs of two machines are never paired, unless the hardware is the axis (cuda vs rocm)
+    split = not result.param and not compare.axes_of(b_sel, c_sel) & fingerprint.HARDWARE_AXES
+    parts = [(key, *part) for key, members in groups(sides).items()
+             for part in (by_hardware(members) if split else [("", members)])]  # fmt: skip
+    for key, hw, members in parts:
         found = _pick(result.param, members, b_sel, c_sel, axis)
         hows = [x[4] for x in found]
         for i, (base, cont, notes, history, how) in enumerate(found):
@@ -269,7 +273,8 @@ def pair(
                 notes=notes,
                 runs=all_runs if all_runs is not None else runs,
             )
-            name = group_name(key) + (f" ({how})" if len(found) > 1 else "")
+            name = group_name(key) + (f" · {hw}" if hw else "")
+            name += f" ({how})" if len(found) > 1 else ""
             result.pairings.append(
                 Pairing(name, base, cont, rep, history, suite=key[1], factor=factor)
             )

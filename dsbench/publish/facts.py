@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from dsbench import hardware
 from dsbench.publish.html import Html, el, join, num, pct, render_value
-from dsbench.records import HIGHER, MetricValue, Peak, Row, value_or
+from dsbench.records import HIGHER, MetricValue, Peak, Row, fingerprint, value_or
 from dsbench.results import Run
 
 if TYPE_CHECKING:
@@ -38,6 +38,32 @@ def short_run(run: Run) -> str:
     if run.label:
         return run.label
     return f"{commit[:8]} {when(run.created)}" if commit else when(run.created)
+
+
+def by_hardware(runs: list[Run]) -> list[tuple[str, list[Run]]]:
+    """``runs`` split by the hardware they were measured on (:func:`fingerprint.classes`), in
+    order, each part with its hardware's name (its newest run's); one part named ``""`` where
+    all are like hardware. Two machines under one folder name never share a chart or a pair."""
+    parts: dict[int, list[Run]] = {}
+    for i, run in zip(fingerprint.classes([r.hardware for r in runs]), runs, strict=True):
+        parts.setdefault(i, []).append(run)
+    if len(parts) <= 1:
+        return [("", list(runs))]
+    return [(members[-1].hardware.name, members) for members in parts.values()]
+
+
+def machine_labels(runs: list[Run]) -> dict[int, str]:
+    """By ``id(run)``: the run's machine folder, and where that folder holds runs of more than
+    one hardware, the hardware's name after it (``vm · AMD EPYC (2 CPUs, ...)``)."""
+    folders: dict[str, list[Run]] = {}
+    for run in runs:
+        folders.setdefault(run.machine, []).append(run)
+    labels = {}
+    for machine, members in folders.items():
+        for name, part in by_hardware(members):
+            for run in part:
+                labels[id(run)] = f"{machine} · {name}" if name else machine
+    return labels
 
 
 def side_row(side: Side, key: str) -> Row | None:

@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING, Any
 from dsbench import results
 from dsbench.publish import comparisons, panels
 from dsbench.publish.comparisons import AxisResult
-from dsbench.publish.facts import backend_name, headlines, prose, status_counts, when
+from dsbench.publish.facts import (
+    backend_name,
+    headlines,
+    machine_labels,
+    prose,
+    status_counts,
+    when,
+)
 from dsbench.publish.html import Html, el, join, link, table, warn_list
 from dsbench.results import Run
 
@@ -69,10 +76,10 @@ def index_page(site: Site, axes: list[AxisResult]) -> None:
     site.write("index.html", "dsbench results", join(body))
 
 
-def _group_key(run: Run) -> tuple[str, ...]:
+def _group_key(run: Run, machine: str) -> tuple[str, ...]:
     f = run.fields
     return (
-        run.machine,
+        machine,
         f.get("profile") or "-",
         backend_name(run),
         f.get("python") or "-",
@@ -84,8 +91,9 @@ def run_tables(site: Site) -> list[Html]:
     """Per group of runs (machine, profile, backend, Python, DeepSpeed) a heading and a table of
     its runs, newest first."""
     grouped: dict[tuple[str, ...], list[Run]] = {}
+    machines = machine_labels(site.runs)  # a folder of two machines' runs: two groups
     for run in site.runs:
-        grouped.setdefault(_group_key(run), []).append(run)
+        grouped.setdefault(_group_key(run, machines[id(run)]), []).append(run)
     body = []
     for (machine, profile, backend, python, ds), members in sorted(grouped.items()):
         body.append(

@@ -13,6 +13,7 @@ from dsbench.publish.facts import (
     ci,
     finite,
     headlines,
+    machine_labels,
     metric,
     peak_measured,
     peak_share,
@@ -252,15 +253,17 @@ def rows_table(run: Run) -> Html:
 
 def history_page(site: Site) -> None:
     groups: dict[tuple[str, str, str], list[Run]] = {}
+    machines = machine_labels(site.runs)  # a folder of two machines' runs: two histories
     for run in site.runs:
         if run.sweep is not None:
             continue  # a sweep's sides are a series of their own (releases.html)
-        key = (run.source, run.machine, str(run.suite or "-"))
+        key = (run.source, machines[id(run)], str(run.suite or "-"))
         groups.setdefault(key, []).append(run)
     body: list[Any] = [
         el(
             "p",
-            "Each benchmark's median across the runs of one machine and "
+            "Each benchmark's median across the runs of one machine (one hardware "
+            "fingerprint: a folder holding two machines' runs is two histories) and "
             "suite, oldest first (x: label, else commit and date); then, over the runs of "
             "several launches each, every case's steps: change points found in its series and "
             "confirmed by the A/B of the two runs beside each (as on the releases page). A "

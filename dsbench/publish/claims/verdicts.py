@@ -212,7 +212,7 @@ def _case_intervals(
     noise: dict = {}
     if not same_run and base.run.machine == cont.run.machine:
         others = [r for r in runs if r is not base.run and r is not cont.run]
-        noise = compare.noise_figures(others, base.run.machine)[1]
+        noise = compare.noise_figures(others, base.run.machine, base.run.hardware)[1]
     level = 1.0 - (1.0 - LEVEL) / len(pairs)
     ids = [p["id"] for p in pairs]
     verdicts = compare.compare_rows(
