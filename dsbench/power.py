@@ -3,12 +3,15 @@
 Throwaway commits slow a benchmark's step (``--target``: AdamW at 1M parameters of the quick
 suite, by default; every quick AdamW size; or the quick suite's 1024 GEMM) by known fractions of
 its own time (0: an A/A, two commits with the same code); each is measured against its parent
-in alternating rounds with ``dsbench ab``, and the verdicts are the result, not a pass or a
-fail: on a quiet machine (launches 1.5% apart) six rounds a side call a 10% slowdown worse, on a
-shared VM (7-12% apart) they may not, and the table says which. Run it with ``make bench-power`` (or
-``python -m dsbench.power --slowdowns 0,0.02,0.1 --target gemm --until-decided 10m --rounds 16
---out DIR``); it writes ``power.json`` (one entry per slowdown and case: compare's row, the rounds
-a side and the minutes it took) and each A/B's two result files under ``DIR``.
+with ``dsbench ab`` in its default design (block rounds until decided, at most 10 minutes, as
+the [Note: the design of an A/B] in :mod:`dsbench.cli.ab` says) or the one the flags name
+(``--launches``, ``--rounds N``, ``--max-time``), and the verdicts are the result, not a pass or
+a fail. For each slowdown it prints whether every row was called worse and the minutes to that
+verdict (the README example's question: ``make bench-power POWER_ARGS="--slowdowns 0.1
+--target adamw"``, the Makefile's default). Run it with ``make bench-power`` (or ``python -m
+dsbench.power --slowdowns 0,0.02,0.1 --target gemm --launches --rounds 16 --out DIR``); it
+writes ``power.json`` (one entry per slowdown and case: compare's row, the rounds a side and the
+minutes it took; and per slowdown the summary) and each A/B's two result files under ``DIR``.
 
 The commits are made in a throwaway clone of the checkout's HEAD: a first commit wraps AdamW's
 setup with a slowdown of fraction 0 (so both sides run the same wrapper), and one branch per
@@ -122,20 +125,22 @@ def make_commits(
 
 
 def measure(
-    repo: Path, frac: float, rounds: int, out: Path, *extra: str, case: str = CASE
+    repo: Path, frac: float, rounds: int | None, out: Path, *extra: str, case: str = CASE
 ) -> list[dict]:
     """``dsbench ab`` of the fraction's commit against its parent, run from the clone (its own
     dsbench first on the import path), over the quick suite's cases matching ``case``, with
-    ``extra`` arguments; compare's rows, as CSV fields, each with the rounds a side run and the
-    A/B's minutes."""
+    ``rounds`` a side (None: until decided, ab's default) and ``extra`` arguments; compare's
+    rows, as CSV fields, each with the rounds a side run, the A/B's minutes, its design
+    (``blocks`` or ``launches``) and why it stopped (``decided``, ``max-time``, ``max-rounds``;
+    ``rounds`` for a fixed count)."""
     out = out.resolve()
     side = ab.SideEnv("current", "current", sys.executable, repo)
     shim = ab.make_shim(repo, out / "shim")
     name = branch(frac)
     argv = [sys.executable, "-m", "dsbench", "ab", "--baseline", f"commit={name}~1",
             "--contender", f"commit={name}", "--suite", "quick", "--filter", case,
-            "--rounds", str(rounds), "--out", str(out / "results"), "--format", "csv",
-            *extra]  # fmt: skip
+            *(["--rounds", str(rounds)] if rounds else []), "--out", str(out / "results"),
+            "--format", "csv", *extra]  # fmt: skip
     t0 = time.perf_counter()
     proc = subprocess.run(argv, cwd=repo, env=ab.side_environ(side, shim), capture_output=True,
                           text=True, timeout=3600)  # fmt: skip
@@ -144,9 +149,30 @@ def measure(
     minutes = (time.perf_counter() - t0) / 60
     docs = [json.loads(p.read_text()) for p in sorted((out / "results").rglob("*.json"))]
     spread = launch_spread(docs)
-    return [{**row, "slowdown": frac, "rounds": docs[0]["ab"]["rounds"], "minutes": minutes,
+    head = docs[0]["ab"]
+    how = {"design": head.get("pairing") or "launches",
+           "stopped": (head.get("sequential") or {}).get("stopped", "rounds")}  # fmt: skip
+    return [{**row, "slowdown": frac, "rounds": head["rounds"], "minutes": minutes, **how,
              "spread": spread.get(row["benchmark"])}
             for row in csv.DictReader(io.StringIO(proc.stdout))]  # fmt: skip
+
+
+def summary(frac: float, rows: list[dict]) -> dict:
+    """One slowdown's A/B in a line's facts: rows called worse of all, minutes to the verdict,
+    rounds a side, design and why it stopped."""
+    worse = sum(r["change"] == "worse" for r in rows)
+    head = rows[0] if rows else {}
+    return {"slowdown": frac, "rows": len(rows), "worse": worse,
+            "every_row_worse": bool(rows) and worse == len(rows),
+            **{k: head.get(k) for k in ("minutes", "rounds", "design", "stopped")}}  # fmt: skip
+
+
+def summary_line(s: dict) -> str:
+    """``slowdown 0.1: worse on every row (3/3) in 4.2 min: blocks, 27 rounds a side, decided``"""
+    every = "worse on every row" if s["every_row_worse"] else "not worse on every row"
+    return (f"slowdown {s['slowdown']:g}: {every} ({s['worse']}/{s['rows']}) in "
+            f"{s['minutes']:.1f} min: {s['design']}, {s['rounds']} rounds a side, "
+            f"stopped: {s['stopped']}")  # fmt: skip
 
 
 def launch_spread(docs: list[dict]) -> dict[str, float]:
@@ -177,48 +203,56 @@ def main(argv: list[str] | None = None) -> int:
         default="adamw1m",
         help="the cases slowed: adamw (1M, 4M, 16M), adamw1m, gemm (1024)",
     )
-    p.add_argument("--rounds", type=int, default=6, help="rounds a side of each A/B")
+    p.add_argument("--rounds", type=int, default=None,
+                   help="a fixed number of rounds a side (default: until decided)")  # fmt: skip
     p.add_argument("--out", type=Path, default=Path(ab.STATE_DIR) / "power")
-    p.add_argument(
-        "--until-decided",
-        metavar="MAX_TIME",
-        help="each A/B adds rounds until decided, up to --rounds a side or MAX_TIME (e.g. 20m)",
-    )
-    p.add_argument(
-        "--blocks",
-        action="store_true",
-        help="each A/B in block rounds (dsbench ab --blocks): both sides resident, in turns",
-    )
+    p.add_argument("--max-time", metavar="DURATION",
+                   help="until decided: each A/B's time limit (default: ab's, 10m)")  # fmt: skip
+    p.add_argument("--max-rounds", type=int, metavar="N",
+                   help="until decided: at most N rounds a side (default: none)")  # fmt: skip
+    design = p.add_mutually_exclusive_group()
+    design.add_argument("--blocks", action="store_true",
+                        help="block rounds (dsbench ab --blocks, its default)")  # fmt: skip
+    design.add_argument("--launches", action="store_true",
+                        help="launch rounds (dsbench ab --launches)")  # fmt: skip
     args = p.parse_args(argv)
     try:
         fractions = [float(x) for x in args.slowdowns.split(",")]
     except ValueError:
         p.error(f"--slowdowns takes fractions such as 0.02,0.1 (got {args.slowdowns!r})")
-    if args.rounds < 2 or any(not 0 <= f < 10 for f in fractions):
+    if (args.rounds is not None and args.rounds < 2) or any(not 0 <= f < 10 for f in fractions):
         p.error("--rounds must be at least 2 and every slowdown in [0, 10)")
+    if args.rounds is not None and (args.max_time or args.max_rounds):
+        p.error("--rounds N is a fixed count; --max-time and --max-rounds belong to an A/B "
+                "until decided (the default): give one of them")  # fmt: skip
     args.out = args.out.resolve()
     args.out.mkdir(parents=True, exist_ok=True)
     repo = make_commits(ab.checkout_root(), args.out, fractions, target=args.target)
-    rows = []
-    extra = []
-    if args.until_decided:
-        extra = ["--until-decided", "--max-time", args.until_decided,
-                 "--max-rounds", str(args.rounds)]  # fmt: skip
-    if args.blocks:
-        extra.append("--blocks")
+    extra = [*(["--max-time", args.max_time] if args.max_time else []),
+             *(["--max-rounds", str(args.max_rounds)] if args.max_rounds else []),
+             *(["--blocks"] if args.blocks else []),
+             *(["--launches"] if args.launches else [])]  # fmt: skip
     case = TARGETS[args.target][2]
+    rows, summaries = [], []
     for frac in fractions:
-        for row in measure(repo, frac, args.rounds, args.out / branch(frac), *extra, case=case):
+        got = measure(repo, frac, args.rounds, args.out / branch(frac), *extra, case=case)
+        for row in got:
             row["interval"] = next((v for k, v in row.items() if k.endswith("% interval")), "")
-            rows.append(row)
             print(f"slowdown {frac:g}: {row['benchmark']} x{float(row['ratio']):.3f} "
                   f"{row['change']} ({row['rounds']} rounds a side, {row['minutes']:.1f} min)",
                   flush=True)  # fmt: skip
-    (args.out / "power.json").write_text(json.dumps({"case": case, "rows": rows}, indent=1))
+        rows += got
+        summaries.append(summary(frac, got))
+        print(summary_line(summaries[-1]), flush=True)
+    (args.out / "power.json").write_text(
+        json.dumps({"case": case, "rows": rows, "summaries": summaries}, indent=1)
+    )
     from tabulate import tabulate
 
     keys = ("slowdown", "benchmark", "spread", "ratio", "interval", "change", "rounds", "minutes")
     print(tabulate([[r.get(k, "") for k in keys] for r in rows], headers=keys, floatfmt=".3g"))
+    for s in summaries:
+        print(summary_line(s))
     print(f"written: {args.out / 'power.json'}")
     return 0
 

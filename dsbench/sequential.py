@@ -82,13 +82,55 @@ def look_rounds(max_rounds: int) -> list[int]:
 
 
 def looks(max_rounds: int, alpha: float = 0.01, kind: str = "pocock") -> list[Look]:
-    """The planned looks (:func:`look_rounds`), each with its share of ``alpha``."""
-    out, before = [], 0.0
-    for k in look_rounds(max_rounds):
-        now = spent(k / max_rounds, alpha, kind)
-        out.append(Look(rounds=k, level=1 - (now - before)))
-        before = now
-    return out
+    """The planned looks (:func:`look_rounds`), each with its share of ``alpha``: those of a
+    :class:`Spender` whose horizon stays ``max_rounds``."""
+    spender = Spender(alpha, kind)
+    got = (spender.look(k, max_rounds, final=k == max_rounds) for k in range(1, max_rounds + 1))
+    return [x for x in got if x is not None]
+
+
+# [Note: looks over an open horizon]
+# ``dsbench ab`` stops by default at a time limit, not at a planned number of rounds, so the most
+# rounds a side (the horizon the fraction t_k = k / N needs) is not known in advance. It is
+# estimated at every look from the time left and the rounds' pace: N_k = k + the rounds that fit
+# in the time left (at most ``--max-rounds`` where given), and look k spends alpha(k / N_k) minus
+# what the earlier looks spent, or no look where that is negative (the horizon grew); the look after
+# which no round fits in the time left (or at ``--max-rounds``) spends all that is left, t = 1.
+# The spent total only grows and never passes alpha(1) = alpha, so by the union bound the false
+# verdicts over every look stay at or under alpha however the horizon moves; the horizon depends
+# on the rounds' wall time, not on the ratio judged. With a fixed horizon (``--max-rounds`` that
+# ends before the time does) the looks and their levels are those of :func:`looks`.
+
+
+class Spender:
+    """The looks of one A/B until decided, its horizon estimated as it goes ([Note: looks over
+    an open horizon]): after each round, :meth:`look` says whether a look is due and at what
+    level. ``spent``: the error rate the looks so far spent; ``horizon``: the rounds a side
+    the last look planned for."""
+
+    def __init__(self, alpha: float = 0.01, kind: str = "pocock"):
+        spent(0.0, alpha, kind)  # a bad kind fails here
+        self.alpha, self.kind = alpha, kind
+        self.spent, self.last, self.horizon = 0.0, 0, 0
+
+    def look(self, k: int, horizon: int, final: bool = False) -> Look | None:
+        """The look after ``k`` rounds a side, or None where none is due: ``horizon`` is the
+        rounds a side expected by the end (from the time left and the pace, never from the
+        data judged), ``final`` that no round follows this one (all that is left is spent)."""
+        if k < FIRST_LOOK:
+            return None
+        if not final:
+            horizon = max(horizon, k + 1)
+            due = next(r for r in look_rounds(horizon) if r > self.last)
+            if k < due:
+                return None
+        t = 1.0 if final else k / horizon
+        share = spent(t, self.alpha, self.kind) - self.spent
+        if share < 0:  # the horizon grew: this look would spend what earlier ones did
+            return None
+        self.spent += share
+        self.last, self.horizon = k, k if final else horizon
+        return Look(rounds=k, level=1 - share)
 
 
 def rounds_to_decide(

@@ -147,7 +147,7 @@ def test_merged_rows_keep_the_key_order_of_their_launches():
 
 @pytest.mark.slow
 def test_an_ab_of_two_commits_calls_a_counted_slowdown_worse(tmp_path):
-    """`dsbench ab --until-decided` end to end over two commits of a throwaway clone:
+    """`dsbench ab --launches` until decided end to end over two commits of a throwaway clone:
     worktrees, alternating launches, a look after each pair of rounds, merged files, compare's
     verdict. The contender's AdamW step costs 20% more on the timing core's clock, which counts
     instead of measuring (dsbench.power's counted hook), so the verdict depends on the machinery
@@ -156,7 +156,7 @@ def test_an_ab_of_two_commits_calls_a_counted_slowdown_worse(tmp_path):
     repo = power.make_commits(ROOT, tmp_path, [0.2], counted=True)
     out = tmp_path / "twenty"
     out.mkdir()
-    (row,) = power.measure(repo, 0.2, 2, out, "--until-decided", "--max-rounds", "5")
+    (row,) = power.measure(repo, 0.2, None, out, "--launches", "--max-rounds", "5")
     assert row["change"] == "worse", row
     assert float(row["ratio"]) == pytest.approx(1 / 1.2, rel=1e-3), row
     written = sorted((out / "results").rglob("*.json"))
@@ -173,21 +173,25 @@ def test_an_ab_of_two_commits_calls_a_counted_slowdown_worse(tmp_path):
 
 @pytest.mark.slow
 def test_block_rounds_pair_the_sides_and_call_a_counted_slowdown_worse(tmp_path):
-    """`dsbench ab --blocks --until-decided` end to end: per round a worker of each commit,
+    """`dsbench ab` with its default design end to end (block rounds until decided): per round
+    a worker of each commit,
     the two timing AdamW in turns (8 pairs of blocks), merged files whose rows keep each
     round's blocks, compare judging block pairs. The step's cost is counted (x1.2 on the
     contender), so every pair says 1/1.2 and the first look decides."""
     repo = power.make_commits(ROOT, tmp_path, [0.2], counted=True)
     out = tmp_path / "blocks"
     out.mkdir()
-    (row,) = power.measure(repo, 0.2, 2, out, "--blocks", "--block-time", "0", "--until-decided",
-                           "--max-rounds", "5")  # fmt: skip
+    (row,) = power.measure(repo, 0.2, None, out, "--block-time", "0", "--max-rounds", "5")
     assert row["change"] == "worse", row
     assert float(row["ratio"]) == pytest.approx(1 / 1.2, rel=1e-3), row
     assert row["basis"].startswith("paired t(2)"), row
     runs = [results.read_run(p) for p in sorted((out / "results").rglob("*.json"))]
     got = {(r.ab.pairing, r.ab.block_pairs, r.ab.block_time_s, r.ab.rounds) for r in runs}
     assert got == {("blocks", 8, 0.0, 3)}
+    assert (row["design"], row["stopped"]) == ("blocks", "decided")
+    assert power.summary_line(power.summary(0.2, [row])).startswith(
+        "slowdown 0.2: worse on every row (1/1) in "
+    )
     (case,) = [r for r in runs[0].rows.values() if r.ok]
     blocks = case.launch_blocks()
     assert [len(b) for b in blocks] == [ab.BLOCK_PAIRS] * 3  # a round's blocks kept apart
@@ -243,13 +247,129 @@ def test_a_case_with_short_blocks_gets_the_pairs_that_fit_in_its_block_time():
     assert [w.blocks for w in workers] == [case_pairs((reps + 2) * 2.5e-3, 8, 2.0)] * 2 == [18] * 2
 
 
-@pytest.mark.parametrize("extra", [["--block-time", "-1"], ["--block-time", "5"]])
-def test_a_bad_block_time_is_one_line_exit_2(tmp_path, capsys, extra):
-    argv = ["ab", "--baseline", "current", "--contender", "current", "--out", str(tmp_path)]
-    blocks = [] if extra[1] == "5" else ["--blocks"]  # without --blocks, or below 0
-    assert main([*argv, *blocks, *extra]) == 2
-    assert "--block-time" in capsys.readouterr().err
+def _args(*argv: str):
+    """``dsbench ab``'s parsed arguments, its design set (:func:`dsbench.cli.ab.check_design`)."""
+    from dsbench.cli import build_parser
+    from dsbench.cli.ab import check_design
+
+    args = build_parser(["ab"]).parse_args(["ab", "--baseline", "current", "--contender",
+                                            "current", *argv])  # fmt: skip
+    check_design(args)
+    return args
+
+
+@pytest.mark.parametrize(
+    ("argv", "blocks", "until", "rounds"),
+    [
+        ([], True, True, None),  # the default: in turns, until decided, up to the time limit
+        (["--blocks", "--until-decided"], True, True, None),  # the default, spelled out
+        (["--soak=--model mlp"], False, True, None),  # a soak: a launch is the unit
+        (["--launches"], False, True, None),
+        (["--rounds", "6"], True, False, 6),
+        (["--launches", "--rounds", "6"], False, False, 6),  # the design before issue 40
+        (["--max-rounds", "40"], True, True, 40),
+    ],
+)
+def test_the_design_and_stopping_rule_by_default_and_by_flag(argv, blocks, until, rounds):
+    """[Note: the design of an A/B]: block rounds unless a launch is the unit or --launches
+    says so; until decided, stopped by a 10-minute limit and no round cap, unless --rounds."""
+    args = _args(*argv)
+    assert (args.blocks, args.until_decided, args.rounds) == (blocks, until, rounds)
+    if until:
+        assert (args.max_time, args.spending) == ("10m", "pocock")
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (
+            ["--rounds", "6", "--until-decided"],
+            "--rounds 6 runs a fixed number of rounds; "
+            "--until-decided belongs to an A/B until decided (the default): give one of them",
+        ),
+        (["--rounds", "6", "--max-time", "5m"], "--max-time belongs to an A/B until decided"),
+        (["--rounds", "6", "--max-rounds", "9"], "--max-rounds belongs to an A/B until decided"),
+        (["--rounds", "6", "--spending", "pocock"], "--spending belongs to an A/B until"),
+        (["--blocks", "--launches"], "--blocks and --launches are two designs: give one"),
+        (["--blocks", "--soak=--model mlp"], "--blocks times a suite's cases in turns"),
+        (["--launches", "--block-time", "3"], "it does not apply to --launches"),
+        (["--soak=--model mlp", "--block-time", "3"], "it does not apply to --soak"),
+        (["--block-time", "-1"], "--block-time -1: give 0 to 600 seconds"),
+        (["--block-time", "700"], "--block-time 700: give 0 to 600 seconds"),
+        (["--max-rounds", "2"], "--max-rounds must be at least 3, got 2"),
+        (["--max-time", "ten"], "--max-time 'ten': give a duration such as 90s"),
+        (["--rounds", "1"], "--rounds must be at least 2, got 1"),
+    ],
+)
+def test_contradicting_flags_are_one_line_exit_2(tmp_path, capsys, argv, needle):
+    ab_argv = ["ab", "--baseline", "current", "--contender", "current", "--out", str(tmp_path)]
+    assert main([*ab_argv, *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and needle in err, err
     assert not list(tmp_path.rglob("*.json"))
+
+
+def _launches(walls: list[float]) -> list[list[ab.Launch]]:
+    return [[ab.Launch(side=s, index=k, order=2 * k + s, path=Path(f"{k}-{s}"), wall_s=w / 2)
+             for k, w in enumerate(walls)] for s in (0, 1)]  # fmt: skip
+
+
+def test_until_decided_plans_its_looks_from_the_time_left_not_a_round_cap():
+    """[Note: looks over an open horizon]: 10 s rounds with 10 minutes left plan ~60 rounds a
+    side and do not stop at 20; --max-rounds caps the horizon and stops there; a round that
+    would end past the time limit makes this one the last."""
+    import time
+
+    from dsbench.cli.ab import UntilDecided
+
+    until = UntilDecided(_args(), [])
+    final, horizon = until.horizon(_launches([10.0] * 20))
+    assert not final and 75 <= horizon <= 80  # 20 run, ~59 more fit in the 10 minutes left
+    capped = UntilDecided(_args("--max-rounds", "20"), [])
+    assert capped.horizon(_launches([10.0] * 12)) == (False, 20)
+    assert capped.horizon(_launches([10.0] * 20)) == (True, 20) and capped.stopped == "max-rounds"
+    until.deadline = time.monotonic() + 5.0  # less than a round left
+    assert until.horizon(_launches([10.0] * 21)) == (True, 21) and until.stopped == "max-time"
+    assert until.block().spending == "pocock"
+
+
+def test_a_side_that_cannot_take_turns_gets_launch_rounds_or_a_one_line_error(tmp_path):
+    """A commit from before the worker: the default design falls back to launch rounds for
+    it, saying why; --blocks with it is an error."""
+    from dsbench.cli.ab import cannot_take_turns, turns_or_launches
+
+    old = ab.SideEnv("commit=old", "commit", sys.executable, tmp_path)
+    current = ab.parse_side("current")
+    assert cannot_take_turns(current) is None
+    args = _args()
+    assert turns_or_launches(args, [current, current], explicit=False) == ""
+    assert args.blocks
+    said = turns_or_launches(args, [current, old], explicit=False)
+    assert said == ("side 'commit=old' has no dsbench/ab/worker.py (commits before December "
+                    "2026), so it cannot take turns: launch rounds")  # fmt: skip
+    assert (args.blocks, args.launches) == (False, True)
+    with pytest.raises(UsageError, match=r"^--blocks: side 'commit=old' has no .*leave out --bl"):
+        turns_or_launches(_args("--blocks"), [old, current], explicit=True)
+
+
+def test_training_steps_take_their_memory_alone_in_fresh_ranks_every_block_round():
+    """Which cases a block round gives a fresh launch of ranks for their peak memory: the
+    training steps (interleaved, multi-rank), not AdamW or the collectives; the worker's row
+    carries it as memory.fresh_process, which compare judges over the rounds."""
+    from dsbench.ab.worker import fresh_memory_cases, with_fresh_memory
+    from dsbench.records import Memory, Row
+    from dsbench.records.rows import FRESH_RSS, case_peak
+    from dsbench.suites import BENCHMARKS
+
+    train = [b for b in BENCHMARKS if b.startswith("train_step")]
+    assert fresh_memory_cases([f"{b}[model=mlp]" for b in train]) == len(train) > 0
+    ids = ["adamw[impl=torch,params=1000000]", "allreduce[impl=ring,ranks=2]", "nope[x=1]"]
+    assert fresh_memory_cases(ids) == 0
+    row = Row(id="t", name="t", params={}, status="ok", memory=Memory(host_peak_rss_bytes=9))
+    assert case_peak(row.memory) is None  # a resident worker's set holds earlier cases
+    alone = with_fresh_memory(row, {"host_peak_rss_bytes": 5 * 2**20})
+    assert case_peak(alone.memory) == (FRESH_RSS, 5 * 2**20)
+    assert with_fresh_memory(row, None) is row
 
 
 def test_blocks_time_cases_that_spawn_ranks_in_resident_groups(tmp_path):
@@ -267,6 +387,27 @@ def test_blocks_time_cases_that_spawn_ranks_in_resident_groups(tmp_path):
         (row,) = run.rows.values()
         assert row.ok, row
         assert [len(b) for b in row.launch_blocks()] == [ab.BLOCK_PAIRS] * 2
+
+
+@pytest.mark.slow
+def test_a_block_round_takes_a_training_steps_memory_alone_in_fresh_ranks(tmp_path):
+    """A training step in a block round: timed by each side's resident ranks, and its peak
+    memory taken at its set-up alone in fresh ranks, which the row carries (so compare judges
+    its memory row over the rounds, as over launch rounds)."""
+    from dsbench.records.rows import FRESH_RSS, case_peak
+
+    case = (r"^train_step\[comm=native,dtype=float32,engine=dsbench,grad_accum=2,kernels=torch,"
+            r"micro_batch=16,model=mlp,ranks=2,stage=1\]$")  # fmt: skip
+    side = ab.parse_side("current")
+    (base,), (cont,) = ab.run_block_rounds(
+        [side, side], rounds=1, worker_argv=["--suite", "training", "--filter", case],
+        workdir=tmp_path, progress=lambda line: None,
+    )  # fmt: skip
+    for launch in (base, cont):
+        (row,) = launch.run.rows.values()
+        assert row.ok, row
+        kind, peak = case_peak(row.memory)
+        assert kind == FRESH_RSS and peak > 50 * 2**20
 
 
 def test_round_files_are_kept_when_anything_fails_after_the_rounds(capsys):

@@ -158,6 +158,59 @@ def test_paired_blocks_decide_a_tenth_and_never_call_two_percent_worse():
     assert "worse" not in two and "better" not in two
 
 
+@pytest.mark.parametrize("kind", sequential.SPENDING)
+def test_an_open_horizon_spends_alpha_and_no_more(kind):
+    """[Note: looks over an open horizon]: horizons that grow and shrink from round to round
+    (the pace of the rounds moving) never spend more than alpha; the last round is a look that
+    spends what is left; with a fixed horizon the looks are the planned ones."""
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        spender, last = sequential.Spender(0.01, kind), int(rng.integers(3, 120))
+        got = [spender.look(k, k + int(rng.integers(0, 100)), final=k == last)
+               for k in range(1, last + 1)]  # fmt: skip
+        taken = [x for x in got if x is not None]
+        assert sum(1 - x.level for x in taken) <= 0.01 + 1e-12
+        assert spender.spent == pytest.approx(0.01) and taken[-1].rounds == last
+        assert all(0.99 <= x.level <= 1 for x in taken) and len(taken) <= last - 2
+    fixed = sequential.Spender(0.01, kind)
+    planned = [fixed.look(k, 40, final=k == 40) for k in range(1, 41)]
+    assert [x for x in planned if x is not None] == sequential.looks(40, 0.01, kind)
+    assert sequential.Spender().look(2, 10, final=True) is None  # no look before 3 rounds
+
+
+def _open_paired_ab(rng, seed, shift, budget=250.0, **noise):
+    """One block A/B until decided under a time limit: rounds of ~10 s (lognormal, 30%), the
+    horizon re-estimated after each from the time left and the pace, as `dsbench ab` does."""
+    from dsbench.stats import judge_paired
+
+    base, cont, spender, elapsed = [], [], sequential.Spender(), 0.0
+    while True:
+        wall = 10 * rng.lognormal(0, 0.3)
+        elapsed += wall
+        b, c = _block_round(rng, shift, **noise)
+        base.append(b)
+        cont.append(c)
+        k = len(base)
+        final = elapsed + wall > budget
+        look = spender.look(k, k + int((budget - elapsed) // (elapsed / k)), final)
+        if look is not None:
+            v = judge_paired(base, cont, direction="higher", level=look.level, seed=seed)
+            if v.change != "inconclusive":
+                return v.change, k
+        if final:
+            return "inconclusive", k
+
+
+def test_paired_blocks_aa_under_a_time_limit_stays_at_or_under_one_percent():
+    """200 A/A block A/Bs until decided under a time limit (~25 rounds, the horizon moving
+    with the pace): no more than 1% better or worse; a 10% slowdown is still found."""
+    rng = np.random.default_rng(17)
+    got = [_open_paired_ab(rng, i, 0.0, process=0.06)[0] for i in range(200)]
+    assert got.count("better") + got.count("worse") <= 2, got
+    tenth = [_open_paired_ab(rng, i, math.log(1 / 1.1))[0] for i in range(30)]
+    assert tenth.count("worse") >= 28
+
+
 def test_paired_judge_pairs_blocks_and_names_its_basis():
     from dsbench.stats import judge_paired, paired_logs
 

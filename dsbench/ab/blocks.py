@@ -18,6 +18,7 @@ round and taking turns the same way ([Note: ranks in turns] in :mod:`dsbench.ab.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import subprocess
@@ -27,7 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from dsbench import results
-from dsbench.ab.rounds import Launch, LaunchFailed, check_unchanged, tree_fingerprint
+from dsbench.ab.rounds import Launch, LaunchFailed, check_unchanged, of, tree_fingerprint
 from dsbench.ab.sides import SideEnv, last_line, make_shim, side_environ
 from dsbench.errors import UsageError
 
@@ -102,7 +103,7 @@ def case_pairs(block_s: float, least: int = BLOCK_PAIRS, turn_s: float = TURN_S)
 def run_block_rounds(
     sides: list[SideEnv],
     *,
-    rounds: int,
+    rounds: int | None,
     worker_argv: list[str],
     workdir: Path,
     progress: Callable[[str], None],
@@ -112,12 +113,13 @@ def run_block_rounds(
 ) -> list[list[Launch]]:
     """Run block rounds (see the note above); the launches per side, one a round, each with
     its loaded result file, as :func:`dsbench.ab.run_rounds` returns them. ``after_pair``
-    (called after every round): None to stop there. Each case gets :func:`case_pairs` pairs of
+    (called after every round): None to stop there; ``rounds`` None: rounds until it says so.
+    Each case gets :func:`case_pairs` pairs of
     blocks a round (``pairs`` at least, as many as fit in ``turn_s``)."""
     shims = [make_shim(s.tree, workdir / f"shim-{i}") for i, s in enumerate(sides)]
     sources = {s.tree: tree_fingerprint(s.tree) for s in sides}
     per_side: list[list[Launch]] = [[], []]
-    for r in range(rounds):
+    for r in itertools.count() if rounds is None else range(rounds):
         first = r % 2  # which side starts the round (and its first pair of blocks)
         started = datetime.now(UTC).isoformat(timespec="seconds")
         t0 = time.perf_counter()
@@ -142,7 +144,7 @@ def run_block_rounds(
             check_unchanged(sides[s].tree, sources[sides[s].tree])
             per_side[s].append(launch)
         ok = sum(row.ok for row in per_side[0][-1].run.rows.values())
-        progress(f"round {r + 1}/{rounds}: both sides in turns, {wall:.0f} s, "
+        progress(f"round {r + 1}{of(rounds)}: both sides in turns, {wall:.0f} s, "
                  f"{ok}/{len(per_side[0][-1].run.rows)} ok")  # fmt: skip
         if after_pair is not None and after_pair(per_side) is None:
             break

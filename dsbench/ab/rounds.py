@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,9 +34,18 @@ class Launch:
 
 def order(rounds: int, sides: int = 2) -> list[int]:
     """The side of each launch: A B, B A, A B ... (two sides), or one side repeated."""
-    if sides == 1:
-        return [0] * rounds
-    return [s for r in range(rounds) for s in ((0, 1) if r % 2 == 0 else (1, 0))]
+    return list(itertools.islice(endless_order(sides), rounds * sides))
+
+
+def endless_order(sides: int = 2) -> Iterator[int]:
+    """:func:`order` without an end (an A/B until decided)."""
+    for r in itertools.count():
+        yield from [0] * sides if sides == 1 else (0, 1) if r % 2 == 0 else (1, 0)
+
+
+def of(rounds: int | None) -> str:
+    """``/N`` after a round's number in the progress lines, where the rounds are planned."""
+    return "" if rounds is None else f"/{rounds}"
 
 
 SOURCE_DIRS = ("dsbench", "kernels", "hardware_profiles")
@@ -70,7 +80,7 @@ def check_unchanged(tree: Path, before: dict[str, str]) -> None:
 def run_rounds(
     sides: list[SideEnv],
     *,
-    rounds: int,
+    rounds: int | None,
     verb: list[str],
     workdir: Path,
     progress: Callable[[str], None],
@@ -84,15 +94,17 @@ def run_rounds(
     ``dsbench run`` with the suite, or ``dsbench soak``); the launches per side, each with its
     loaded result file. ``after_pair``, called once every side has run as many rounds as the
     others: None to stop there, else arguments added to the verb of the rounds to come (an
-    A/B until decided, :mod:`dsbench.sequential`). ``plan``: the side of each launch (else
-    :func:`order`), ``names`` each side's (for files and progress). ``failed``: when given, a
-    launch that writes no file, or a side's first launch that ran none of the cases, records why
-    under its side, whose later launches are left out, instead of stopping every side (a
-    sweep). ``deadline``: no launch starts past this ``time.monotonic()``."""
+    A/B until decided, :mod:`dsbench.sequential`; ``rounds`` None: until it says stop).
+    ``plan``: the side of each launch (else :func:`order`), ``names`` each side's (for files
+    and progress). ``failed``: when given, a launch that writes no file, or a side's first
+    launch that ran none of the cases, records why under its side, whose later launches are
+    left out, instead of stopping every side (a sweep). ``deadline``: no launch starts past
+    this ``time.monotonic()``."""
     shims = [make_shim(s.tree, workdir / f"shim-{i}") for i, s in enumerate(sides)]
     sources = {s.tree: tree_fingerprint(s.tree) for s in sides}
     per_side: list[list[Launch]] = [[] for _ in sides]
-    plan = plan if plan is not None else order(rounds, len(sides))
+    if plan is None:
+        plan = endless_order(len(sides)) if rounds is None else order(rounds, len(sides))
     names = names or (["baseline", "contender"] if len(sides) == 2 else ["launch"])
     extra: list[str] = []
     for pos, s in enumerate(plan):
@@ -124,7 +136,7 @@ def run_rounds(
         per_side[s].append(launch)
         ok = sum(r.ok for r in launch.run.rows.values())
         progress(
-            f"round {pos // len(sides) + 1}/{rounds}: {names[s]} ({sides[s].spec}) "
+            f"round {pos // len(sides) + 1}{of(rounds)}: {names[s]} ({sides[s].spec}) "
             f"{launch.wall_s:.0f} s, {ok}/{len(launch.run.rows)} ok"
         )
         if failed is not None and launch.index == 0 and launch.run.rows and not ok:

@@ -17,7 +17,10 @@ answers each with one JSON line on stdout (what the libraries print goes to stde
 - ``{"op": "finish"}``: the run written to ``--out`` as ``dsbench run`` writes one; then exit.
 
 A case that spawns ranks (training steps, collectives) is timed by a resident group of ranks
-([Note: ranks in turns]); the rest in this process.
+([Note: ranks in turns]); the rest in this process. A case whose peak memory ``dsbench run``
+takes alone in fresh ranks (:func:`takes_fresh_memory`) gets that pass too, at its set-up, and
+its row carries it as ``memory.fresh_process``: one launch of fresh ranks a round, over which
+compare judges its memory row ([Note: the design of an A/B] in :mod:`dsbench.cli.ab`).
 """
 
 from __future__ import annotations
@@ -47,6 +50,20 @@ IDLE_S = 3600.0
 # core's distributed mode: barriers, the slowest rank's times); rank 0 answers. Both sides' ranks
 # are resident at once and only one side's run at a time, so each side's ranks get the cores
 # (or GPUs) they would get alone. A rank that dies ends the group; the next case starts a new one.
+
+
+def takes_fresh_memory(bench) -> bool:
+    """Whether a benchmark's peak memory is taken alone in fresh ranks (as ``dsbench run``'s
+    interleaved multi-rank benchmarks: the training steps), not in the resident processes."""
+    return bool(bench.ranks_param and bench.interleave)
+
+
+def fresh_memory_cases(ids: list[str]) -> int:
+    """How many of the case ids are of benchmarks that :func:`takes_fresh_memory`."""
+    from dsbench.suites import BENCHMARKS
+
+    benches = [BENCHMARKS.get(i.partition("[")[0]) for i in ids]
+    return sum(b is not None and takes_fresh_memory(b) for b in benches)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,16 +100,19 @@ def main(argv: list[str] | None = None) -> int:
            "skipped": {pid: r.reason for pid, r in rows.items()}})  # fmt: skip
     here = Timed(ctx, profile)
     group: RankGroup | None = None
-    timed = current = None
+    timed = current = fresh = None
     try:
         for line in sys.stdin:
             cmd = json.loads(line)
             op = cmd["op"]
             if op == "setup":
                 current = planned[cmd["id"]]
-                timed = here
+                timed, fresh = here, None
                 if current.bench.ranks_param:
                     nranks = current.params[current.bench.ranks_param]
+                    if takes_fresh_memory(current.bench):  # before the group holds the case
+                        fresh = runner._fresh_memory(current.bench, current.params, ctx,
+                                                     profile, nranks)  # fmt: skip
                     if group is None or group.nranks != nranks or not group.alive():
                         if group is not None:
                             group.close()
@@ -106,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
             elif op == "block":
                 reply(timed.block(int(cmd["reps"])))
             elif op == "done":
-                rows[current.id] = timed.done()
+                rows[current.id] = with_fresh_memory(timed.done(), fresh)
                 release_freed(ctx.device)
                 reply({"ok": True})
             elif op == "drop":
@@ -128,6 +148,18 @@ def main(argv: list[str] | None = None) -> int:
         if group is not None:
             group.close()
     return 1  # stdin closed before "finish": the coordinator stopped
+
+
+def with_fresh_memory(row, fresh: dict | None):
+    """The row with the case's memory alone in fresh ranks as ``memory.fresh_process``."""
+    import dataclasses
+
+    from dsbench.records import Memory
+
+    if fresh is None or not isinstance(row.memory, Memory):
+        return row
+    memory = dataclasses.replace(row.memory, fresh_process=Memory.from_json(fresh))
+    return dataclasses.replace(row, memory=memory)
 
 
 class Timed:

@@ -1,6 +1,22 @@
 """``dsbench ab --baseline SIDE --contender SIDE``: the same cases on two sides in alternating
-rounds (A B B A ..., each round a fresh process), both sides' result files written with their
-rounds, and compare's table with launches as the unit of evidence.
+rounds, both sides' result files written with their rounds, and compare's table with rounds as
+the unit of evidence.
+
+[Note: the design of an A/B]
+By default each case gets the design that decides it fastest, and the rounds go on until every
+row is decided or the time limit (``--max-time``, 10 minutes) leaves no room for another round:
+
+- a suite's cases run in block rounds ([Note: sides in turns]): both sides' workers resident,
+  timing each case in turns, cases that spawn ranks in resident groups of ranks; a case whose
+  peak memory is taken alone in fresh ranks (training steps) gets that fresh launch of ranks in
+  every round as well, and its memory row is judged over those launches, a round each;
+- a ``--soak`` runs launch rounds (a whole soak process is the unit), as do the cases of a
+  ``commit=`` side from before the worker existed (said in one line);
+- the stopping rule is [Note: looks over an open horizon]; ``--max-rounds N`` caps it.
+
+The older designs stay as flags: ``--launches`` (a fresh ``dsbench run`` a side each round),
+``--rounds N`` (a fixed count, no looks). Combinations that contradict each other are one-line
+errors (:func:`check_design`).
 
 SIDE: ``commit=REF``, ``python=PATH_OR_VERSION``, ``deepspeed=VERSION``, ``asv-env=NAME`` or
 ``current`` (see :mod:`dsbench.ab`). The recommended answer to "is 0.18.4 faster than 0.18.3?":
@@ -27,9 +43,8 @@ from dsbench.errors import UsageError
 from dsbench.records import UNSET, ABBlock, Sequential, Timing, value_or
 from dsbench.suites import SUITES, check_suite
 
-DEFAULT_ROUNDS = 6
-"""Per side. Twelve launches of `--filter adamw` take about 3 minutes on a 2-core CPU; with a
-launch-to-launch spread of 1.5% six rounds a side call a 10% change worse (dsbench.stats)."""
+DEFAULT_MAX_TIME = "10m"
+"""The time limit of an A/B until decided: no round starts that would end past it."""
 
 
 def add_round_arguments(p: argparse.ArgumentParser, rounds: int) -> None:
@@ -40,7 +55,9 @@ def add_round_arguments(p: argparse.ArgumentParser, rounds: int) -> None:
         "--rounds",
         type=int,
         default=rounds,
-        help=f"rounds (fresh processes) per side (default {rounds})",
+        help=f"rounds (fresh processes) per side (default {rounds})"
+        if rounds
+        else "a fixed number of rounds a side, no looks (default: until decided)",
     )
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     p.add_argument(
@@ -56,7 +73,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     kinds = ", ".join(f"{k}=..." if k != "current" else k for k in ab.KINDS)
     p.add_argument("--baseline", required=True, metavar="SIDE", help=f"one of: {kinds}")
     p.add_argument("--contender", required=True, metavar="SIDE", help="as --baseline")
-    add_round_arguments(p, DEFAULT_ROUNDS)
+    add_round_arguments(p, None)
     p.add_argument("--format", default="github", choices=list(compare.FORMATS))
     p.add_argument(
         "--factor",
@@ -70,44 +87,52 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--until-decided",
         action="store_true",
-        help="add rounds in pairs until every case is decided (better, worse or unchanged), "
-        "judging after each pair with the error rate spent over the looks (group-sequential: "
+        help="the default: add rounds until every case is decided (better, worse or "
+        "unchanged), judging at looks with the error rate spent over them (group-sequential: "
         "A/A stays at or under 1%% better/worse), or until --max-time / --max-rounds",
     )
     p.add_argument(
         "--max-time",
-        default="20m",
+        default=None,
         metavar="DURATION",
-        help="with --until-decided: no new pair of rounds past this (e.g. 90s, 20m, 1h; "
-        "default 20m)",
+        help="until decided: no round that would end past this (e.g. 90s, 20m, 1h; "
+        f"default {DEFAULT_MAX_TIME})",
     )
     p.add_argument(
         "--max-rounds",
         type=int,
-        default=20,
+        default=None,
         metavar="N",
-        help="with --until-decided: at most N rounds a side, the planned looks (default 20)",
+        help="until decided: at most N rounds a side, the horizon of the looks (default: as "
+        "many as fit in --max-time)",
     )
     p.add_argument(
         "--spending",
-        default="pocock",
+        default=None,
         choices=sequential.SPENDING,
-        help="with --until-decided: how the error rate is spent over the looks (default pocock: "
+        help="until decided: how the error rate is spent over the looks (default pocock: "
         "evenly, so a large change stops early; obrien-fleming: little early, most at the end)",
     )
     p.add_argument(
         "--blocks",
         action="store_true",
-        help="both sides resident in each round, taking turns timing each case in blocks of "
-        "~50 ms, judged block pair by block pair: load that moves within seconds falls on both "
-        "sides alike (cases that spawn ranks: each side's ranks resident, taking turns)",
+        help="the default for a suite: both sides resident in each round, taking turns timing "
+        "each case in blocks of ~50 ms, judged block pair by block pair: load that moves within "
+        "seconds falls on both sides alike (cases that spawn ranks: each side's ranks "
+        "resident, taking turns)",
+    )
+    p.add_argument(
+        "--launches",
+        action="store_true",
+        help="launch rounds instead: each round one fresh `dsbench run` a side, A B, B A, ... "
+        "(the design of a --soak)",
     )
     p.add_argument(
         "--block-time",
         type=float,
         default=None,
         metavar="SECONDS",
-        help="with --blocks: seconds of blocks a case gets in a round, both sides together; a "
+        help="in block rounds: seconds of blocks a case gets in a round, both sides together; a "
         f"case with short blocks gets more than {ab.BLOCK_PAIRS} pairs, up to 64 (default 0: "
         f"{ab.BLOCK_PAIRS} pairs each; 3 cut the collectives' round spread by about 30%%)",
     )
@@ -121,7 +146,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def check_round_arguments(args: argparse.Namespace, minimum: int) -> Path:
     check_suite(args.suite)
-    if args.rounds < minimum:
+    if args.rounds is not None and args.rounds < minimum:
         raise UsageError(f"--rounds must be at least {minimum}, got {args.rounds}")
     if args.filter is not None:
         try:
@@ -168,6 +193,11 @@ def check_plan(sides: list[ab.SideEnv], args: argparse.Namespace) -> int:
     checks the soak's arguments and lists its faults) before any round: a filter that matches
     nothing, a bad soak argument or a side that cannot start is a one-line error with nothing
     written. Returns the most cases a side lists (faults, for a soak)."""
+    return max(len(listed) for listed in list_cases(sides, args))
+
+
+def list_cases(sides: list[ab.SideEnv], args: argparse.Namespace) -> list[list[str]]:
+    """What each side lists (see :func:`check_plan`): its case ids, or a soak's faults."""
     verb = [w for w in round_verb(args) if w not in ("--no-compare", "--no-progress")]
     with tempfile.TemporaryDirectory(prefix="dsbench-ab-plan-") as tmp:
         children = []  # both sides list at once: two start-ups in the time of one
@@ -178,13 +208,13 @@ def check_plan(sides: list[ab.SideEnv], args: argparse.Namespace) -> int:
                                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                              text=True))  # fmt: skip
         outputs = [child.communicate() for child in children]
-    counts = []
+    listed = []
     for side, child, (out, err) in zip(sides, children, outputs, strict=True):
         if child.returncode != 0:
             why = ab.last_line(err).removeprefix("dsbench: error: ")
             raise UsageError(f"side '{side.spec}': {why}")
-        counts.append(len(out.splitlines()))
-    return max(counts)
+        listed.append(out.splitlines())
+    return listed
 
 
 def launch_all(sides, args, workdir: Path, progress=None, after_pair=None) -> list[list[ab.Launch]]:
@@ -273,23 +303,26 @@ def _seconds(text: str) -> float:
 
 
 class UntilDecided:
-    """``dsbench ab --until-decided``: after each pair of rounds, the planned look's verdicts
-    ([Note: looking at the data as rounds come in]); stops when every case is decided, at the
-    last planned look, or when the next pair would pass ``--max-time``. After the first pair,
-    the rounds to come get Kalibera & Jones's repetitions ([Note: repetitions worth running])."""
+    """``dsbench ab`` until decided (the default): after each round, the look due if any
+    ([Note: looking at the data as rounds come in], [Note: looks over an open horizon]); stops
+    when every case is decided, at ``--max-rounds``, or when the next round would end past
+    ``--max-time``. The horizon of the looks is the rounds that fit in the time left at the
+    rounds' pace so far. After the first pair of launch rounds, the rounds to come get Kalibera &
+    Jones's repetitions ([Note: repetitions worth running])."""
 
     def __init__(self, args: argparse.Namespace, sides: list[ab.SideEnv]):
         self.args, self.sides = args, sides
-        self.looks = {x.rounds: x for x in sequential.looks(args.max_rounds, 0.01, args.spending)}
+        self.spender = sequential.Spender(0.01, args.spending)
         self.deadline = time.monotonic() + _seconds(args.max_time)
-        self.level, self.look, self.stopped = 0.99, 0, "max-rounds"
+        self.level, self.look, self.stopped = 0.99, 0, "max-time"
         self.extra: list[str] = []
 
     def __call__(self, per_side: list[list[ab.Launch]]) -> list[str] | None:
         k = len(per_side[0])
         if k == 2 and not self.args.soak and not self.args.blocks:
             self.extra = self._repetitions(per_side)
-        look = self.looks.get(k)
+        final, horizon = self.horizon(per_side)
+        look = self.spender.look(k, horizon, final)
         if look is not None:
             self.level, self.look = look.level, k
             b, c = ({r.id: r for r in ab.merge_launches(la).rows} for la in per_side)
@@ -297,18 +330,31 @@ class UntilDecided:
                                         paired=self.args.blocks)  # fmt: skip
             judged = [r for r in rows if r.comparable]
             open_ = [r for r in judged if r.change == "inconclusive"]
-            print(f"dsbench ab: look {k} ({compare.pct(look.level)}): "
-                  f"{len(judged) - len(open_)}/{len(judged)} decided", file=sys.stderr)  # fmt: skip
+            print(f"dsbench ab: look {k} ({compare.pct(look.level)}, of ~{self.spender.horizon} "
+                  f"rounds): {len(judged) - len(open_)}/{len(judged)} decided",
+                  file=sys.stderr)  # fmt: skip
             if not open_:
                 self.stopped = "decided"
                 return None
-        pair_s = sum(la.wall_s for la in (per_side[0][-1], per_side[1][-1]))
-        if k >= self.args.max_rounds:
-            return None
-        if time.monotonic() + pair_s > self.deadline:
+        return None if final else self.extra
+
+    def horizon(self, per_side: list[list[ab.Launch]]) -> tuple[bool, int]:
+        """Whether this round is the last (``--max-rounds`` reached, or the next round, as long
+        as the last one, would end past the time limit), and the rounds a side expected by the
+        end: those run and those that fit in the time left at their mean pace."""
+        k = len(per_side[0])
+        now = time.monotonic()
+        last_s = per_side[0][-1].wall_s + per_side[1][-1].wall_s
+        pace = sum(la.wall_s for launches in per_side for la in launches) / k
+        horizon = k + int(max(self.deadline - now, 0.0) // max(pace, 1e-3))
+        cap = self.args.max_rounds
+        if cap is not None and k >= cap:
+            self.stopped = "max-rounds"
+            return True, k
+        if now + last_s > self.deadline:
             self.stopped = "max-time"
-            return None
-        return self.extra
+            return True, k
+        return False, horizon if cap is None else min(horizon, cap)
 
     def _repetitions(self, per_side: list[list[ab.Launch]]) -> list[str]:
         """``--max-reps N`` for the rounds to come: the most any case is worth, from each
@@ -325,7 +371,7 @@ class UntilDecided:
         return [] if not wanted or max(wanted) >= 1000 else ["--max-reps", str(max(wanted))]
 
     def block(self) -> Sequential:
-        return Sequential(spending=self.args.spending, max_rounds=self.args.max_rounds,
+        return Sequential(spending=self.args.spending, max_rounds=self.spender.horizon or UNSET,
                           looks=self.look, level=self.level, stopped=self.stopped,
                           max_reps=self.extra[1] if self.extra else None)  # fmt: skip
 
@@ -337,35 +383,96 @@ def _rep_seconds(row) -> list[float]:
     return list(value_or(row.timing.samples) or [])
 
 
-def run(args: argparse.Namespace) -> int:
-    out = check_round_arguments(args, minimum=2)
-    if args.block_time is not None and not (args.blocks and 0 <= args.block_time <= 600):
-        raise UsageError(f"--block-time {args.block_time:g}: give --blocks and 0 to 600 seconds "
-                         f"(default {ab.TURN_S:g})")  # fmt: skip
-    sides = [ab.parse_side(args.baseline), ab.parse_side(args.contender)]
-    if any(side.kind == "commit" for side in sides) and ab.commit_repo()[1]:
-        print(f"dsbench ab: {ab.commit_repo()[1]}", file=sys.stderr)
+def check_design(args: argparse.Namespace) -> None:
+    """The design and the stopping rule from the flags ([Note: the design of an A/B]), set on
+    ``args``: ``blocks`` (block rounds, else launch rounds), ``until_decided`` with its
+    ``max_time`` and ``spending`` filled in. Flags that contradict each other: UsageError."""
+    if args.blocks and args.launches:
+        raise UsageError("--blocks and --launches are two designs: give one (default: blocks, "
+                         "launch rounds for a --soak)")  # fmt: skip
     if args.blocks and args.soak:
         raise UsageError("--blocks times a suite's cases in turns; a --soak runs whole processes "
                          "(use one of them)")  # fmt: skip
-    until = None
+    if args.block_time is not None and (args.launches or args.soak):
+        raise UsageError("--block-time sets the blocks of a round in turns; it does not apply "
+                         f"to {'--launches' if args.launches else '--soak'}")  # fmt: skip
+    if args.block_time is not None and not 0 <= args.block_time <= 600:
+        raise UsageError(f"--block-time {args.block_time:g}: give 0 to 600 seconds "
+                         f"(default {ab.TURN_S:g})")  # fmt: skip
+    args.blocks = not (args.launches or args.soak)
+    until = {"--max-time": args.max_time, "--max-rounds": args.max_rounds,
+             "--spending": args.spending}  # fmt: skip
+    if args.rounds is not None:
+        given = [flag for flag, value in until.items() if value is not None]
+        if args.until_decided or given:
+            flag = "--until-decided" if args.until_decided else given[0]
+            raise UsageError(f"--rounds {args.rounds} runs a fixed number of rounds; {flag} "
+                             "belongs to an A/B until decided (the default): give one of "
+                             "them")  # fmt: skip
+        args.until_decided = False
+        return
+    args.until_decided = True
+    args.max_time = args.max_time or DEFAULT_MAX_TIME
+    _seconds(args.max_time)
+    args.spending = args.spending or "pocock"
+    if args.max_rounds is not None and args.max_rounds < sequential.FIRST_LOOK:
+        raise UsageError(f"--max-rounds must be at least {sequential.FIRST_LOOK}, "
+                         f"got {args.max_rounds}")  # fmt: skip
+    args.rounds = args.max_rounds  # None: until the time limit
+
+
+def cannot_take_turns(side: ab.SideEnv) -> str | None:
+    """Why a side cannot run block rounds (a tree from before the worker), or None."""
+    if not (side.tree / "dsbench" / "ab" / "worker.py").is_file():
+        return (f"side '{side.spec}' has no dsbench/ab/worker.py (commits before December "
+                "2026), so it cannot take turns")  # fmt: skip
+    return None
+
+
+def turns_or_launches(args: argparse.Namespace, sides: list[ab.SideEnv], explicit: bool) -> str:
+    """Block rounds only where both sides can take turns: else launch rounds (set on ``args``)
+    and the line that says why, or, where ``--blocks`` was given (``explicit``), UsageError."""
+    why = next((w for w in map(cannot_take_turns, sides) if w), None) if args.blocks else None
+    if why and explicit:
+        raise UsageError(f"--blocks: {why}; leave out --blocks for launch rounds")
+    if why:
+        args.blocks, args.launches = False, True
+        return f"{why}: launch rounds"
+    return ""
+
+
+def design_text(args: argparse.Namespace, listed: list[list[str]]) -> str:
+    """What the A/B will run, for its first line: the cases, their design, the stopping rule."""
+    from dsbench.ab.worker import fresh_memory_cases
+
+    n = max(len(x) for x in listed)
+    what = f"a soak with {n} fault(s)" if args.soak else f"{n} case(s)"
     if args.until_decided:
-        if args.max_rounds < sequential.FIRST_LOOK:
-            raise UsageError(f"--max-rounds must be at least {sequential.FIRST_LOOK}, "
-                             f"got {args.max_rounds}")  # fmt: skip
-        until = UntilDecided(args, sides)
-        args.rounds = args.max_rounds
-    n_cases = check_plan(sides, args)
-    what = f"a soak with {n_cases} fault(s)" if args.soak else f"{n_cases} case(s)"
-    how = (
-        f"rounds in pairs until decided (up to {args.max_rounds} a side or {args.max_time}, "
-        f"{args.spending} spending)" if until else f"{args.rounds} rounds a side"
-    )  # fmt: skip
-    turns = "both resident, in turns of blocks" if args.blocks else "alternating (A B, B A, ...)"
-    print(
-        f"dsbench ab: {what}, {how}, {turns}: {args.baseline} vs {args.contender}",
-        file=sys.stderr,
-    )
+        cap = f", at most {args.rounds} rounds a side" if args.rounds else ""
+        how = f"until decided or {args.max_time}{cap} ({args.spending} spending over the looks)"
+    else:
+        how = f"{args.rounds} rounds a side"
+    if not args.blocks:
+        return f"{what}, {how}, in launch rounds (A B, B A, ...)"
+    fresh = fresh_memory_cases(listed[0])
+    memory = f"; the peak memory of {fresh} alone in fresh ranks each round" if fresh else ""
+    return f"{what}, {how}, in block rounds (both sides resident, in turns{memory})"
+
+
+def run(args: argparse.Namespace) -> int:
+    out = check_round_arguments(args, minimum=2)
+    explicit_blocks = args.blocks
+    check_design(args)
+    sides = [ab.parse_side(args.baseline), ab.parse_side(args.contender)]
+    if any(side.kind == "commit" for side in sides) and ab.commit_repo()[1]:
+        print(f"dsbench ab: {ab.commit_repo()[1]}", file=sys.stderr)
+    fallback = turns_or_launches(args, sides, explicit_blocks)
+    if fallback:
+        print(f"dsbench ab: {fallback}", file=sys.stderr)
+    until = UntilDecided(args, sides) if args.until_decided else None
+    listed = list_cases(sides, args)
+    print(f"dsbench ab: {design_text(args, listed)}: {args.baseline} vs {args.contender}",
+          file=sys.stderr)  # fmt: skip
     try:
         with launch_folder("ab") as workdir:
             per_side = launch_all(sides, args, workdir, after_pair=until)

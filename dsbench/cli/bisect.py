@@ -91,16 +91,16 @@ def case_filter(case: str) -> str:
 
 def probe_args(args: argparse.Namespace) -> list[str]:
     """How each probe's A/B runs: fixed rounds or until decided, in blocks or launches."""
-    rounds = ["--rounds", str(args.rounds)] if args.rounds else ["--until-decided"]
-    return [*rounds, *(["--blocks"] if args.blocks else [])]
+    rounds = (["--rounds", str(args.rounds)] if args.rounds
+              else ["--until-decided", "--max-time", args.max_time])  # fmt: skip
+    return [*rounds, "--blocks" if args.blocks else "--launches"]
 
 
 def ab_probe(good: str, args: argparse.Namespace, case: str, workdir: str):
     def probe(side: str) -> Probe:
         argv = [sys.executable, "-m", "dsbench", "ab", "--baseline", good, "--contender", side,
-                "--suite", args.suite, "--filter", case_filter(case), "--max-time",
-                args.max_time, "--format", "csv", "--out", workdir,
-                *probe_args(args)]  # fmt: skip
+                "--suite", args.suite, "--filter", case_filter(case), "--format", "csv",
+                "--out", workdir, *probe_args(args)]  # fmt: skip
         proc = subprocess.run(argv, capture_output=True, text=True)
         if proc.returncode not in (0, 1):
             why = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
