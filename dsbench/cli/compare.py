@@ -23,7 +23,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--contender",
         metavar="SEL",
         help="as --baseline; default: the closest run (sharing cases, fewest other differences) "
-        "that differs on the baseline selector's axis",
+        "that differs on the baseline selector's axis; for a DeepSpeed version, the installed "
+        "DeepSpeed's (else the next newer release's), a dsbench ab pair first",
     )
     p.add_argument(
         "--results",

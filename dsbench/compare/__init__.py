@@ -14,7 +14,9 @@ one of four verdicts from run-level statistics, in the metric's own direction.
 - Choosing runs: when a selector matches several runs, the pair of runs sharing benchmark cases
   and differing in the fewest fields besides the compared axis is used (newest first among
   equals), so ``--baseline 0.18.3 --contender 0.18.4`` over asv's matrix pairs the same Python.
-  With no contender, the closest run that differs on the baseline selector's own axis is used.
+  With no contender, the closest run that differs on the baseline selector's own axis is used;
+  for a DeepSpeed version, the installed DeepSpeed's runs (else the next newer release's), a
+  ``dsbench ab`` pair first (:mod:`~dsbench.compare.pairing`).
 - Environments: when a side comes from asv (one run per environment), every row carries the
   environment of each side (``python 3.11, deepspeed 0.18.3``).
 - Confounders: environment fields that differ besides the compared axis are listed above the
@@ -25,7 +27,8 @@ one of four verdicts from run-level statistics, in the metric's own direction.
   (``backend=cuda`` vs ``backend=rocm``, ``cpu=xeon`` vs ``cpu=epyc``). A driver alone is a
   confounder, still judged.
 
-The work is in three modules: :mod:`~dsbench.compare.selection` (which runs),
+The work is in four modules: :mod:`~dsbench.compare.selection` (which runs),
+:mod:`~dsbench.compare.pairing` (which pair, given only a DeepSpeed version),
 :mod:`~dsbench.compare.comparison` (rows, verdicts, the report) and
 :mod:`~dsbench.compare.render` (the table).
 """
@@ -42,6 +45,7 @@ from dsbench.compare.comparison import (
     tally,
     unlike_hardware,
 )
+from dsbench.compare.pairing import pick_runs
 from dsbench.compare.render import FORMATS, interval_text, pct, render
 from dsbench.compare.selection import (
     SELECTOR_KEYS,
@@ -52,7 +56,6 @@ from dsbench.compare.selection import (
     field_matches,
     is_asv,
     param_keys,
-    pick_runs,
 )
 
 __all__ = [
