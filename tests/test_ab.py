@@ -156,7 +156,9 @@ def test_an_ab_of_two_commits_calls_a_counted_slowdown_worse(tmp_path):
     repo = power.make_commits(ROOT, tmp_path, [0.2], counted=True)
     out = tmp_path / "twenty"
     out.mkdir()
-    (row,) = power.measure(repo, 0.2, None, out, "--launches", "--max-rounds", "5")
+    (row,) = power.measure(
+        repo, 0.2, None, out, "--launches", "--max-rounds", "5", "--max-time", "60m"
+    )  # a loaded machine's launches take minutes
     assert row["change"] == "worse", row
     assert float(row["ratio"]) == pytest.approx(1 / 1.2, rel=1e-3), row
     written = sorted((out / "results").rglob("*.json"))
@@ -181,7 +183,8 @@ def test_block_rounds_pair_the_sides_and_call_a_counted_slowdown_worse(tmp_path)
     repo = power.make_commits(ROOT, tmp_path, [0.2], counted=True)
     out = tmp_path / "blocks"
     out.mkdir()
-    (row,) = power.measure(repo, 0.2, None, out, "--block-time", "0", "--max-rounds", "5")
+    (row,) = power.measure(repo, 0.2, None, out, "--block-time", "0", "--max-rounds", "5",
+                           "--max-time", "60m")  # fmt: skip
     assert row["change"] == "worse", row
     assert float(row["ratio"]) == pytest.approx(1 / 1.2, rel=1e-3), row
     assert row["basis"].startswith("paired t(2)"), row
