@@ -14,9 +14,9 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from tabulate import tabulate
-
 from dsbench import compare, hardware, results
+from dsbench.cli.compare import terminal_text
+from dsbench.compare import terminal
 from dsbench.errors import UsageError
 from dsbench.interrupts import as_interrupted, signals_ignored
 from dsbench.records import Interrupted, Row, RunRecord, value_or
@@ -99,31 +99,55 @@ def _pct_cell(r: Row) -> str:
     return f"{text} ({ci[0]:.1f}-{ci[1]:.1f})" if ci and pct is not None else text
 
 
-def summary_table(rows: list[Row]) -> str:
+def summary_table(rows: list[Row], limit: int | None = None) -> str:
+    """The run's rows for a terminal, in ``limit`` columns (default: the terminal's, at most
+    100): the parameters every case of a benchmark shares above, each metric's name below, and
+    long texts (a failure's message, why a share is above its peak) as numbered notes."""
+    limit = limit or terminal.width()
+    labels, caption = terminal.short_ids([r.id for r in rows])
+    notes = terminal.Notes()
     table = []
-    for r in rows:
+    for r, label in zip(rows, labels, strict=True):
         if r.ok:
             s = r.stats
             half = (s.ci_high - s.ci_low) / 2
-            table.append(
-                [
-                    r.id,
-                    f"{r.value:.4g} ± {half:.2g}",
-                    f"{r.metric} {r.unit}",
-                    _pct_cell(r),
-                    f"{r.timing.summary.median * 1e3:.4g}",
-                    s.n,
-                    "ok",
-                ]
-            )
+            table.append([label, f"{r.value:.4g} ± {half:.2g}", r.unit, _short(_pct_cell(r), notes),
+                          f"{r.timing.summary.median * 1e3:.4g}", str(s.n), "ok"])  # fmt: skip
         else:
-            table.append([r.id, "", f"{r.metric} {r.unit}", "", "", "", f"{r.status}: {r.message}"])
-    return tabulate(
-        table,
-        headers=["benchmark", "median ± 99% CI", "metric", "% of peak", "time ms", "n", "status"],
-        tablefmt="simple",
-        disable_numparse=True,
-    )
+            status = f"{r.status} {notes.ref(r.message)}".strip()
+            table.append([label, "", r.unit, "", "", "", status])
+    metrics: dict[str, list[str]] = {}
+    for r in rows:
+        names = metrics.setdefault(r.metric, [])
+        names += [] if r.name in names else [r.name]
+    body = terminal.table(
+        ["benchmark", "median ± 99% CI", "unit", "% of peak", "time ms", "n", "status"],
+        table, limit=limit, right=(1, 4, 5),
+    )  # fmt: skip
+    named = "; ".join(f"{m} ({', '.join(names)})" for m, names in metrics.items())
+    below = terminal.wrap_all([f"metrics: {named}"], limit) + notes.lines(limit)
+    return "\n".join([*terminal.wrap_all(caption, limit), body, "", *below])
+
+
+SHORT_CELL = 18
+"""A table cell longer than this keeps its first words; its parenthesis becomes a note."""
+
+
+def _short(text: str, notes: terminal.Notes) -> str:
+    """``163.7% (above the measured peak)``: ``163.7% [1]``, the note 'above the measured
+    peak'; a short cell (``62.1% (58.0-66.3)``) as it is."""
+    head, sep, rest = text.partition(" (")
+    if len(text) <= SHORT_CELL or not sep:
+        return text
+    return f"{head} {notes.ref(rest.removesuffix(')'))}"
+
+
+def summary_line(rows: list[Row]) -> str:
+    """``12 ok, 1 failed, 2 skipped``: the rows by status, in the order first seen."""
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    return ", ".join(f"{n} {status}" for status, n in counts.items())
 
 
 def _progress(total: int, enabled: bool):
@@ -238,8 +262,14 @@ def run(args: argparse.Namespace) -> int:
             root=None if out.suffix == ".json" else out,
             path=out if out.suffix == ".json" else None,
         )
+    failed = [r.id for r in rows if r.status == "failed"]
+    print(summary_line(rows))
+    if failed:  # first, before the table
+        line = f"dsbench: {len(failed)} benchmark(s) failed: {', '.join(failed)}"
+        print("\n".join(terminal.wrap_all([line], terminal.width())), file=sys.stderr)
     print(summary_table(rows))
-    print(f"\nwrote {path} ({record.wall_s:.0f} s, suite {suite}, profile {profile.name})")
+    wrote = f"wrote {path} ({record.wall_s:.0f} s, suite {suite}, profile {profile.name})"
+    print("\n" + "\n".join(terminal.wrap_all([wrote], terminal.width())))
     if stopped is not None:
         print(
             f"dsbench: interrupted by {stopped.name} after {len(finished)} of {len(planned)} "
@@ -249,11 +279,7 @@ def run(args: argparse.Namespace) -> int:
         return stopped.exit_code
     if not args.no_compare and out.suffix != ".json":
         _compare_with_previous(out, record)
-    failed = [r.id for r in rows if r.status == "failed"]
-    if failed:
-        print(f"dsbench: {len(failed)} benchmark(s) failed: {', '.join(failed)}", file=sys.stderr)
-        return 1
-    return 0
+    return 1 if failed else 0
 
 
 def _compare_with_previous(root: Path, record: RunRecord) -> None:
@@ -275,7 +301,8 @@ def _compare_with_previous(root: Path, record: RunRecord) -> None:
         base,
         this,
         axes={"commit", "dsbench"},
+        fmt="terminal",
         notes=[f"\ncompared with the newest earlier run: {base.describe()}"],
         runs=runs,
     )
-    print("\n".join([*rep.notes, rep.table, rep.verdict]))
+    print(terminal_text(rep))
