@@ -215,7 +215,7 @@ def test_cli_compare_python_311_vs_312_carries_environments(asv_root, capsys):
 
 def test_cli_compare_deepspeed_versions_pairs_the_same_python(asv_root, capsys):
     args = ["compare", "--results", str(asv_root), "--baseline", "0.18.3", "--contender", "0.18.4"]
-    assert main(args) == 0
+    assert main([*args, "--format", "github"]) == 0  # full text, a row a line
     out = capsys.readouterr().out
     assert "baseline: run asv-e5318373-virtualenv-py3.12-deepspeed0.18.3" in out
     assert "contender: run asv-e5318373-virtualenv-py3.12-deepspeed0.18.4" in out

@@ -196,7 +196,7 @@ def test_no_row_fails_for_a_cache_effect(monkeypatch, llc):
 
 
 def test_the_run_table_labels_resident_rows_and_explains_flagged_ones(monkeypatch):
-    from dsbench.cli.run import cache_notes, summary_table
+    from dsbench.cli.run import summary_table
 
     monkeypatch.setattr(
         runner, "device_cache_levels", lambda gpu, p: [CacheLevel(name="L3", bytes=32 * MiB)]
@@ -204,11 +204,14 @@ def test_the_run_table_labels_resident_rows_and_explains_flagged_ones(monkeypatc
     rows = ceilings.apply(
         [_row(16 * MiB, 150.0), _row(256 * MiB, 55.0)], _ceiling(50.0), get_profile("cpu")
     )
-    table = summary_table(rows)
-    assert "in L3" in table and "110.0%*" in table
-    notes = cache_notes(rows)
-    assert notes[0].startswith("adamw[n=1]: cache-resident: 16 MiB of state in a 32 MiB L3")
-    assert notes[1].startswith("* adamw[n=1]: 110.0% of this run's mem_bandwidth ceiling")
+    table = summary_table(rows, limit=100)
+    assert "in L3 [1]" in table and "110.0%* [2]" in table
+    flat = " ".join(table.split())
+    assert (
+        "[1] cache-resident: 16 MiB of state in a 32 MiB L3: no share of the DRAM ceiling" in flat
+    )
+    assert "[2] 110.0% of this run's mem_bandwidth ceiling (stream[kernel=axpy])" in flat
+    assert max(len(line) for line in table.splitlines()) <= 100
 
 
 def test_stream_ceilings_count_their_working_set():

@@ -209,7 +209,9 @@ def test_dsbench_versions_of_one_commit_are_no_confounder(tmp_path):
 
 def test_cli_compare_and_fail_on_regression(tmp_path, capsys):
     _runs(tmp_path)
-    args = ["compare", "--results", str(tmp_path), "--baseline", "python=3.11"]
+    # the full text (the terminal format: tests/test_terminal_width.py)
+    args = ["compare", "--results", str(tmp_path), "--baseline", "python=3.11", "--format",
+            "github"]  # fmt: skip
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "baseline: run 20261130T000000Z-aaaaaa label 'before'" in out
@@ -312,7 +314,8 @@ def test_parameter_selector_compares_two_sides_of_one_run(tmp_path, capsys):
     results.write_run(
         make_doc("20261130T000000Z-cccccc", TS.format(0), rows, label="train"), root=tmp_path
     )
-    assert main(["compare", "--results", str(tmp_path), "--baseline", "engine=deepspeed"]) == 0
+    argv = ["compare", "--results", str(tmp_path), "--baseline", "engine=deepspeed"]
+    assert main([*argv, "--format", "github"]) == 0  # full text, a row a line
     out = capsys.readouterr().out
     assert "contender: rows with engine=dsbench of the same run" in out
     assert "confounded" not in out  # one run: nothing else differs

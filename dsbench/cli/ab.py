@@ -39,6 +39,7 @@ from pathlib import Path
 
 from dsbench import ab, compare, results, sequential
 from dsbench.cli.compare import print_report
+from dsbench.compare import terminal
 from dsbench.errors import UsageError
 from dsbench.records import UNSET, ABBlock, Sequential, Timing, value_or
 from dsbench.suites import SUITES, check_suite
@@ -74,7 +75,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--baseline", required=True, metavar="SIDE", help=f"one of: {kinds}")
     p.add_argument("--contender", required=True, metavar="SIDE", help="as --baseline")
     add_round_arguments(p, None)
-    p.add_argument("--format", default="github", choices=list(compare.FORMATS))
+    p.add_argument("--format", default="terminal", choices=list(compare.FORMATS),
+                   help="as compare's (default terminal)")  # fmt: skip
     p.add_argument(
         "--factor",
         type=float,
@@ -496,8 +498,9 @@ def run(args: argparse.Namespace) -> int:
         notes=notes,
     )
     status = print_report(rep, args.format, args.fail_on_regression)
-    for line in to_decide(rep.rows, per_side):
-        print(f"dsbench ab: {line}", file=sys.stderr)
+    lines = [f"dsbench ab: {line}" for line in to_decide(rep.rows, per_side)]
+    for line in terminal.wrap_all(lines, terminal.width()) if args.format == "terminal" else lines:
+        print(line, file=sys.stderr)
     return status
 
 

@@ -24,6 +24,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from dsbench.compare import terminal
 from dsbench.compare.comparison import memory_case
 from dsbench.errors import UsageError
 from dsbench.suites import SUITES, check_suite
@@ -129,14 +130,34 @@ def run(args: argparse.Namespace) -> int:
     print(f"dsbench bisect: {len(sides) - 2} side(s) between {args.good} and {args.bad}; "
           f"at most {max(0, len(sides) - 2).bit_length()} probes after the first",
           file=sys.stderr)  # fmt: skip
+    probes: list[Probe] = []
+
+    def probed(side: str) -> Probe:
+        probes.append(probe(side))
+        return probes[-1]
+
     with tempfile.TemporaryDirectory(prefix="dsbench-bisect-") as tmp:
         probe = ab_probe(args.good, args, args.case, tmp)
-        found, text = search(sides, probe, log=lambda x: print(f"dsbench bisect: {x}",
-                                                                file=sys.stderr))  # fmt: skip
-    print(text)
-    if found is None:
-        return 1
-    print(f"reproduce: dsbench ab --baseline {sides[found - 1]} --contender {sides[found]} "
-          f"--suite {args.suite} --filter '{case_filter(args.case)}' "
-          f"{' '.join(probe_args(args))}")  # fmt: skip
-    return 0
+        found, text = search(sides, probed, log=lambda x: print(f"dsbench bisect: {x}",
+                                                                 file=sys.stderr))  # fmt: skip
+    print(result_text(text, probes, args, sides, found))
+    return 1 if found is None else 0
+
+
+def result_text(text: str, probes: list[Probe], args: argparse.Namespace, sides: list[str],
+                found: int | None, limit: int | None = None) -> str:  # fmt: skip
+    """What the search found (first), its probes as a table, and the ``dsbench ab`` command that
+    reproduces the step, every line in ``limit`` columns (default: the terminal's) but a
+    ``--filter`` regex longer than a line."""
+    limit = limit or terminal.width()
+    lines = terminal.wrap_all([text, f"probes against {args.good}, the case:"], limit)
+    lines += [f"  {line}" for line in terminal.wrap_id(args.case, limit - 2).split("\n")]
+    lines.append(terminal.table(["side", "ratio (99% interval) verdict"],
+                                [[p.side, p.text] for p in probes], limit=limit))  # fmt: skip
+    if found is not None:
+        lines.append("reproduce:")
+        lines += terminal.command_lines(
+            ["dsbench", "ab", "--baseline", sides[found - 1], "--contender", sides[found],
+             "--suite", args.suite, "--filter", f"'{case_filter(args.case)}'",
+             *probe_args(args)], limit)  # fmt: skip
+    return "\n".join(lines)

@@ -10,6 +10,7 @@ import argparse
 import sys
 
 from dsbench import asv_results, compare, results
+from dsbench.compare import terminal
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -35,9 +36,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--format",
-        default="github",
+        default="terminal",
         choices=list(compare.FORMATS),
-        help="table format (default github)",
+        help="table format (default terminal: fits the terminal, 100 columns at most, the "
+        "reasons as numbered notes; the others keep every text in full)",
     )
     p.add_argument(
         "--factor",
@@ -73,18 +75,31 @@ def build_report(
 
 
 def print_report(rep: compare.Report, fmt: str, fail_on_regression: bool) -> int:
-    """Notes, table and summary line; exit status 1 when asked to fail on a ``worse`` row."""
+    """Notes, table and summary line; exit status 1 when asked to fail on a ``worse`` row. On a
+    terminal the summary line and the regressions come first, before the table, and every
+    line fits the terminal."""
+    worse = compare.regressions(rep.rows)
+    failing = fail_on_regression and worse
+    regressed = f"dsbench: {len(worse)} regression(s): " + ", ".join(r.id for r in worse)
+    if fmt == "terminal":
+        print(terminal_text(rep, regressed if failing else ""))
+        return 1 if failing else 0
     # Machine-readable formats keep stdout clean; the notes go to stderr.
     note_stream = sys.stderr if fmt in ("csv", "html") else sys.stdout
     for line in rep.notes:
         print(line, file=note_stream)
     print(rep.table)
     print(rep.verdict, file=note_stream)
-    worse = compare.regressions(rep.rows)
-    if fail_on_regression and worse:
-        print(
-            f"dsbench: {len(worse)} regression(s): " + ", ".join(r.id for r in worse),
-            file=sys.stderr,
-        )
+    if failing:
+        print(regressed, file=sys.stderr)
         return 1
     return 0
+
+
+def terminal_text(rep: compare.Report, regressed: str = "", limit: int | None = None) -> str:
+    """A terminal report (``fmt="terminal"``): which runs, the summary line and the regressions,
+    then the table and its notes, each line in ``limit`` columns (default: the terminal's)."""
+    limit = limit or terminal.width()
+    head = terminal.wrap_all([*rep.notes, rep.verdict, *([regressed] if regressed else [])],
+                             limit)  # fmt: skip
+    return "\n".join([*head, "", rep.table])

@@ -14,9 +14,9 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from tabulate import tabulate
-
 from dsbench import compare, hardware, results
+from dsbench.cli.compare import terminal_text
+from dsbench.compare import terminal
 from dsbench.errors import UsageError
 from dsbench.interrupts import as_interrupted, signals_ignored
 from dsbench.records import Interrupted, Row, RunRecord, fingerprint, value_or
@@ -93,58 +93,77 @@ def _pct_cell(r: Row) -> str:
         top = quantile_ci(r.samples, CEILING_QUANTILE)[0] if r.samples else math.nan
         return f"ceiling: p{CEILING_QUANTILE * 100:.0f} {top:.4g}"
     pct = value_or(r.pct_of_peak)
-    res = value_or(r.notes.residency) if r.notes else None
-    if pct is None and isinstance(res, dict) and res.get("kind") != "dram":
-        cache = res.get("cache") or {}
-        return f"{'in' if res['kind'] == 'resident' else 'partly in'} {cache.get('name', 'cache')}"
-    if r.notes and r.notes.extra.get("over_ceiling"):  # above this run's ceiling, flagged
-        text = f"{pct:.1f}%*"
-    else:
-        text = hardware.pct_text(pct, value_or(r.peak.measured) if r.peak else None)
+    text = hardware.pct_text(pct, value_or(r.peak.measured) if r.peak else None)
     entry = (r.metrics or {}).get(r.metric)
     ci = value_or(entry.pct_ci99) if entry else None
     return f"{text} ({ci[0]:.1f}-{ci[1]:.1f})" if ci and pct is not None else text
 
 
-def cache_notes(rows: list[Row]) -> list[str]:
-    """The notes under the summary table: each row above this run's ceiling (``*``, under the
-    bound of a wrong count), and each cache-resident row's label."""
-    out = []
-    for r in rows:
-        extra = r.notes.extra if r.ok and r.notes else {}
-        res = value_or(r.notes.residency) if r.ok and r.notes else None
-        if extra.get("over_ceiling"):
-            out.append(f"* {r.id}: {extra['over_ceiling']}")
-        elif isinstance(res, dict) and res.get("kind") != "dram" and r.pct_of_peak is None:
-            out.append(f"{r.id}: {res.get('text')}, so no share of the DRAM ceiling")
-    return out
-
-
-def summary_table(rows: list[Row]) -> str:
+def summary_table(rows: list[Row], limit: int | None = None) -> str:
+    """The run's rows for a terminal, in ``limit`` columns (default: the terminal's, at most
+    100): the parameters every case of a benchmark shares above, each metric's name below, and
+    long texts (a failure's message, why a share is above its peak) as numbered notes."""
+    limit = limit or terminal.width()
+    labels, caption = terminal.short_ids([r.id for r in rows])
+    notes = terminal.Notes()
     table = []
-    for r in rows:
+    for r, label in zip(rows, labels, strict=True):
         if r.ok:
             s = r.stats
             half = (s.ci_high - s.ci_low) / 2
-            table.append(
-                [
-                    r.id,
-                    f"{r.value:.4g} ± {half:.2g}",
-                    f"{r.metric} {r.unit}",
-                    _pct_cell(r),
-                    f"{r.timing.summary.median * 1e3:.4g}",
-                    s.n,
-                    "ok",
-                ]
-            )
+            table.append([label, f"{r.value:.4g} ± {half:.2g}", r.unit, _peak_cell(r, notes),
+                          f"{r.timing.summary.median * 1e3:.4g}", str(s.n), "ok"])  # fmt: skip
         else:
-            table.append([r.id, "", f"{r.metric} {r.unit}", "", "", "", f"{r.status}: {r.message}"])
-    return tabulate(
-        table,
-        headers=["benchmark", "median ± 99% CI", "metric", "% of peak", "time ms", "n", "status"],
-        tablefmt="simple",
-        disable_numparse=True,
-    )
+            status = f"{r.status} {notes.ref(r.message)}".strip()
+            table.append([label, "", r.unit, "", "", "", status])
+    metrics: dict[str, list[str]] = {}
+    for r in rows:
+        names = metrics.setdefault(r.metric, [])
+        names += [] if r.name in names else [r.name]
+    body = terminal.table(
+        ["benchmark", "median ± 99% CI", "unit", "% of peak", "time ms", "n", "status"],
+        table, limit=limit, right=(1, 4, 5),
+    )  # fmt: skip
+    named = "; ".join(f"{m} ({', '.join(names)})" for m, names in metrics.items())
+    below = terminal.wrap_all([f"metrics: {named}"], limit) + notes.lines(limit)
+    return "\n".join([*terminal.wrap_all(caption, limit), body, "", *below])
+
+
+def _peak_cell(r: Row, notes: terminal.Notes) -> str:
+    """% of peak in a cell: a cache-resident row's ``in L3 [n]`` and a share above this run's
+    ceiling (under the bound of a wrong count) ``106.8%* [n]``, each with its note; else
+    :func:`_pct_cell`, shortened."""
+    res = value_or(r.notes.residency) if r.notes else None
+    if value_or(r.pct_of_peak) is None and isinstance(res, dict) and res.get("kind") != "dram":
+        where = "in" if res["kind"] == "resident" else "partly in"
+        cache = (res.get("cache") or {}).get("name", "cache")
+        why = f"{res.get('text')}: no share of the DRAM ceiling"
+        return f"{where} {cache} {notes.ref(why)}"
+    over = r.notes.extra.get("over_ceiling") if r.notes else None
+    if over:
+        return f"{value_or(r.pct_of_peak):.1f}%* {notes.ref(over)}"
+    return _short(_pct_cell(r), notes)
+
+
+SHORT_CELL = 18
+"""A table cell longer than this keeps its first words; its parenthesis becomes a note."""
+
+
+def _short(text: str, notes: terminal.Notes) -> str:
+    """``163.7% (above the measured peak)``: ``163.7% [1]``, the note 'above the measured
+    peak'; a short cell (``62.1% (58.0-66.3)``) as it is."""
+    head, sep, rest = text.partition(" (")
+    if len(text) <= SHORT_CELL or not sep:
+        return text
+    return f"{head} {notes.ref(rest.removesuffix(')'))}"
+
+
+def summary_line(rows: list[Row]) -> str:
+    """``12 ok, 1 failed, 2 skipped``: the rows by status, in the order first seen."""
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    return ", ".join(f"{n} {status}" for status, n in counts.items())
 
 
 def _progress(total: int, enabled: bool):
@@ -259,10 +278,14 @@ def run(args: argparse.Namespace) -> int:
             root=None if out.suffix == ".json" else out,
             path=out if out.suffix == ".json" else None,
         )
+    failed = [r.id for r in rows if r.status == "failed"]
+    print(summary_line(rows))
+    if failed:  # first, before the table
+        line = f"dsbench: {len(failed)} benchmark(s) failed: {', '.join(failed)}"
+        print("\n".join(terminal.wrap_all([line], terminal.width())), file=sys.stderr)
     print(summary_table(rows))
-    if notes := cache_notes(rows):
-        print("\n".join(notes))
-    print(f"\nwrote {path} ({record.wall_s:.0f} s, suite {suite}, profile {profile.name})")
+    wrote = f"wrote {path} ({record.wall_s:.0f} s, suite {suite}, profile {profile.name})"
+    print("\n" + "\n".join(terminal.wrap_all([wrote], terminal.width())))
     if stopped is not None:
         print(
             f"dsbench: interrupted by {stopped.name} after {len(finished)} of {len(planned)} "
@@ -272,11 +295,7 @@ def run(args: argparse.Namespace) -> int:
         return stopped.exit_code
     if not args.no_compare and out.suffix != ".json":
         _compare_with_previous(out, record)
-    failed = [r.id for r in rows if r.status == "failed"]
-    if failed:
-        print(f"dsbench: {len(failed)} benchmark(s) failed: {', '.join(failed)}", file=sys.stderr)
-        return 1
-    return 0
+    return 1 if failed else 0
 
 
 def _compare_with_previous(root: Path, record: RunRecord) -> None:
@@ -319,9 +338,10 @@ def _compare_with_previous(root: Path, record: RunRecord) -> None:
         base,
         this,
         axes={"commit", "dsbench"},
+        fmt="terminal",
         notes=[
             f"\ncompared with the newest earlier run on this hardware: {base.describe()}" + skipped
         ],
         runs=runs,
     )
-    print("\n".join([*rep.notes, rep.table, rep.verdict]))
+    print(terminal_text(rep))

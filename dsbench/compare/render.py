@@ -1,5 +1,6 @@
-"""Comparison rows as a table: GitHub/plain/Markdown (tabulate), HTML (escaped) or CSV
-(pandas). See :mod:`dsbench.compare`."""
+"""Comparison rows as a table: for a terminal (:mod:`dsbench.compare.terminal`: 100 columns at
+most, the reasons as numbered notes), GitHub/plain/Markdown (tabulate), HTML (escaped) or CSV
+(pandas), these with every text in full. See :mod:`dsbench.compare`."""
 
 from __future__ import annotations
 
@@ -9,13 +10,15 @@ from typing import TYPE_CHECKING
 
 from tabulate import tabulate
 
+from dsbench.compare import terminal
 from dsbench.errors import UsageError, choices_message
 from dsbench.records import HIGHER
 
 if TYPE_CHECKING:
     from dsbench.compare.comparison import ComparedRow
 
-FORMATS = {"github": "github", "plain": "simple", "markdown": "pipe", "html": "html", "csv": None}
+FORMATS = {"terminal": None, "github": "github", "plain": "simple", "markdown": "pipe",
+           "html": "html", "csv": None}  # fmt: skip
 HEADERS = ["benchmark", "unit", "baseline", "contender", "ratio", "99% interval", "change", "basis"]
 ENV_HEADERS = ["baseline env", "contender env"]
 
@@ -33,16 +36,25 @@ def interval_text(r: ComparedRow) -> str:
     return "" if r.low is None else f"{r.low:.3f}-{r.high:.3f}"
 
 
-def render(rows: list[ComparedRow], fmt: str = "github", level: float = 0.99) -> str:
+def _unit(r: ComparedRow) -> str:
+    return r.unit + (" ↑" if r.direction == HIGHER else " ↓" if r.direction else "")
+
+
+def render(rows: list[ComparedRow], fmt: str = "github", level: float = 0.99,
+           limit: int | None = None) -> str:  # fmt: skip
+    """The rows in ``fmt``; ``limit``: the width a terminal table fits (default: the
+    terminal's, at most 100 columns)."""
     if fmt not in FORMATS:
         raise UsageError(choices_message("format", fmt, FORMATS))
+    if fmt == "terminal":
+        return terminal_table(rows, level, limit or terminal.width())
     with_env = any(r.baseline_env or r.contender_env for r in rows)
     headers = [f"{pct(level)} interval" if h == "99% interval" else h for h in HEADERS]
     headers += ENV_HEADERS if with_env else []
     table = [
         [
             r.id,
-            r.unit + (" ↑" if r.direction == HIGHER else " ↓" if r.direction else ""),
+            _unit(r),
             _fmt(r.baseline),
             _fmt(r.contender),
             "" if r.ratio is None else f"{r.ratio:.3f}",
@@ -63,3 +75,51 @@ def render(rows: list[ComparedRow], fmt: str = "github", level: float = 0.99) ->
         table = [[html.escape(str(c)) for c in row] for row in table]
         return tabulate(table, headers=headers, tablefmt="unsafehtml")
     return tabulate(table, headers=headers, tablefmt=FORMATS[fmt], disable_numparse=True)
+
+
+def _basis(r: ComparedRow) -> str:
+    """A row's basis for its note, without its own figures: the rounds that would decide it
+    (:attr:`ComparedRow.to_decide`) are shown beside the note's number instead."""
+    if r.to_decide and r.ratio is not None:
+        more = f"; about {r.to_decide} rounds a side would decide x{r.ratio:.3f}"
+        return r.basis.removesuffix(more)
+    return r.basis
+
+
+TO_DECIDE = "N beside a note's number: about N rounds a side would decide the row's ratio"
+
+
+def terminal_table(rows: list[ComparedRow], level: float, limit: int) -> str:
+    """The rows in ``limit`` columns: the parameters every case of a benchmark shares in a
+    caption above, each row's basis as a numbered note below (``[1] 34``: note 1, and about 34
+    rounds a side would decide the row), the sides' environments (asv) above when all rows
+    share them."""
+    if not rows:
+        return "(no rows)"
+    labels, caption = terminal.short_ids([r.id for r in rows])
+    notes = terminal.Notes()
+    table = [
+        [
+            label,
+            _unit(r),
+            _fmt(r.baseline),
+            _fmt(r.contender),
+            "" if r.ratio is None else f"{r.ratio:.3f}",
+            interval_text(r),
+            r.change,
+            (notes.ref(_basis(r)) + (f" {r.to_decide}" if r.to_decide else "")).strip(),
+        ]
+        for label, r in zip(labels, rows, strict=True)
+    ]
+    headers = ["benchmark", "unit", "baseline", "contender", "ratio", f"{pct(level)} interval",
+               "change", "why"]  # fmt: skip
+    above = terminal.wrap_all(caption, limit)
+    for side in ("baseline", "contender"):
+        envs = {getattr(r, f"{side}_env") for r in rows}
+        if envs - {""}:
+            above += terminal.wrap_all([f"{side} env: " + " | ".join(sorted(envs))], limit)
+    body = terminal.table(headers, table, limit=limit, right=(2, 3, 4))
+    below = notes.lines(limit)
+    if any(r.to_decide for r in rows):
+        below += terminal.wrap_all([TO_DECIDE], limit)
+    return "\n".join([*above, body, *([""] if below else []), *below])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from dsbench.compare import terminal
 from dsbench.compare.comparison import MEMORY_UNIT, memory_id, memory_rounds
 from dsbench.errors import UsageError
 from dsbench.results import Run
@@ -109,27 +110,27 @@ def _value(spec: str) -> str:
     return spec.partition("=")[2] or spec
 
 
-def report(runs: list[Run], *, factor: float = 1.05) -> str:
+def report(runs: list[Run], *, factor: float = 1.05, limit: int | None = None) -> str:
     """The series table (ratio of each side's centre to the first side's, per case) and the
-    steps: confirmed ones, then candidates that did not hold."""
-    from tabulate import tabulate
-
+    steps: confirmed ones, then candidates that did not hold; every line in ``limit`` columns
+    (default: the terminal's, at most 100), the parameters every case of a benchmark shares
+    above the table, and each case named as the table names it."""
+    limit = limit or terminal.width()
     all_series = series_of(runs, factor=factor)
     if not all_series:
         return "no cases"
     specs = all_series[0].sides
+    labels, caption = terminal.short_ids([s.case for s in all_series])
     table = []
-    for s in all_series:
+    for s, label in zip(all_series, labels, strict=True):
         c = s.centres()
         first = next((x for x in c if x), None)
         cells = [f"{x / first:.3f}" if x and first else "—" for x in c]
-        table.append([s.case, f"{first:.4g} {s.unit}" if first else "—", *cells])
-    lines = [tabulate(table, headers=["case", "first side", *map(_value, specs)],
-                      tablefmt="github")]  # fmt: skip
-    confirmed = [step_text(s, t) for s in all_series for t in s.steps if t.confirmed]
-    held_not = [step_text(s, t) for s in all_series for t in s.steps if not t.confirmed]
-    lines.append("")
-    lines.append(f"confirmed steps ({len(confirmed)}):" if confirmed else "no confirmed step")
+        table.append([label, f"{first:.4g} {s.unit}" if first else "—", *cells])
+    named = list(zip(all_series, labels, strict=True))
+    confirmed = [step_text(s, t, label) for s, label in named for t in s.steps if t.confirmed]
+    held_not = [step_text(s, t, label) for s, label in named for t in s.steps if not t.confirmed]
+    lines = [f"confirmed steps ({len(confirmed)}):" if confirmed else "no confirmed step"]
     lines += [f"  {x}" for x in confirmed]
     if held_not:
         lines.append(f"candidates that did not hold ({len(held_not)}):")
@@ -144,4 +145,8 @@ def report(runs: list[Run], *, factor: float = 1.05) -> str:
                 cannot[sp, w] = cannot.get((sp, w), 0) + 1
     for (sp, w), n in cannot.items():
         lines.append(f"{sp}: {n} case(s) not measured: {w}")
-    return "\n".join(lines)
+    body = terminal.table(["case", "first side", *map(_value, specs)], table, limit=limit,
+                          right=range(1, len(specs) + 2))  # fmt: skip
+    head = "each side's ratio to the first side that ran, per case"
+    # the steps (what was found) first, then the table they come from
+    return "\n".join([*terminal.wrap_all([*lines, "", head, *caption], limit), body])
