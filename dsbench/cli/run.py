@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from dsbench import compare, hardware, results
+from dsbench import compare, hardware, host, results
 from dsbench.errors import UsageError
 from dsbench.interrupts import as_interrupted, signals_ignored
 from dsbench.records import Interrupted, Row, RunRecord, value_or
@@ -168,12 +168,26 @@ def _progress(total: int, enabled: bool):
     return update, bar
 
 
+def host_lines(planned: list, ctx) -> list[str]:
+    """What this host changes in the run, a line each (:mod:`dsbench.host`): a /dev/shm too small
+    for some shm collectives, CPU ranks that share cores."""
+    from dsbench.suites import comm
+
+    collectives = {b.name for b in comm.BENCHMARKS}
+    shm = comm.shm_line([(p.bench.name, p.params) for p in planned if p.bench.name in collectives])
+    ranks = [p.params[p.bench.ranks_param] for p in planned if p.bench.ranks_param]
+    shared = None if ctx.gpu or not ranks else host.shared_cores_line(max(ranks))
+    return [line for line in (shm, shared) if line]
+
+
 def run(args: argparse.Namespace) -> int:
     from dsbench import runner
     from dsbench.envinfo import collect_env
 
     suite = check_suite(args.suite)
-    out = Path(args.out) if args.out else results.default_results_dir()
+    out, moved = results.writable_results_dir(args.out)
+    if moved and not args.list:
+        print(f"dsbench: {moved}", file=sys.stderr)
     if out.suffix == ".json" and out.exists():
         raise UsageError(f"--out {out} already exists; dsbench never overwrites a result file")
     if not args.list:  # known now rather than after the benchmarks ran
@@ -192,6 +206,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.device == "auto" and device == "cpu":
         print("dsbench: no GPU visible to torch: running on the CPU", file=sys.stderr)
+    for line in host_lines(planned, ctx):
+        print(f"dsbench: {line}", file=sys.stderr)
     ceilings = runner.ceiling_mode(suite, args.ceilings)
     profile = runner.profile_for(env, ctx, warn=lambda m: print(f"dsbench: {m}", file=sys.stderr),
                                  measure=ceilings == "cached")  # fmt: skip
