@@ -180,6 +180,21 @@ def host_lines(planned: list, ctx) -> list[str]:
     return [line for line in (shm, shared) if line]
 
 
+def _source_line(env: dict) -> list[str]:
+    """One line when dsbench's source is no git checkout git will read (an unpacked tarball, no
+    git, another user's clone): its runs carry the version alone."""
+    from dsbench.envinfo.collect import SOURCE_ROOT
+
+    info = env.get("dsbench") or {}
+    if info.get("commit"):
+        return []
+    return [
+        f"{SOURCE_ROOT} is not a git checkout that git reads here (an unpacked tarball, no git, "
+        f"or a clone another user owns): result files record dsbench {info.get('version')} "
+        "without a commit id"
+    ]
+
+
 def run(args: argparse.Namespace) -> int:
     from dsbench import runner
     from dsbench.envinfo import collect_env
@@ -206,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.device == "auto" and device == "cpu":
         print("dsbench: no GPU visible to torch: running on the CPU", file=sys.stderr)
-    for line in host_lines(planned, ctx):
+    for line in [*host_lines(planned, ctx), *_source_line(env)]:
         print(f"dsbench: {line}", file=sys.stderr)
     ceilings = runner.ceiling_mode(suite, args.ceilings)
     profile = runner.profile_for(env, ctx, warn=lambda m: print(f"dsbench: {m}", file=sys.stderr),
