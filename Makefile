@@ -25,6 +25,7 @@ TESTS_PY312 ?= tests/test_zero_config.py tests/test_zero_config_sections.py \
   tests/test_zero_config_keys.py tests/test_results.py tests/test_compare.py \
   tests/test_stats.py tests/test_timing.py tests/test_asv_results.py \
   tests/test_zero_engine.py::test_three_ranks_uneven_shards
+GET_PY312 = get one with \`pyenv install 3.12\` or \`apt install python3.12 python3.12-venv\` (deadsnakes PPA on older Ubuntu), or point PYTHON312= at one
 HAVE_PY312 = PYENV_VERSION=$(PY312_PATH) $(PYTHON312) -c \
   'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null
 # What a GPU box is promised, and all the offline 3.12 venv holds (triton: the release this
@@ -98,8 +99,9 @@ test: $(STAMP)
 	  echo "===== gpu-check rehearsal"; cat .dsbench/rehearsal.log; \
 	fi; \
 	verdict() { [ "$$1" = 0 ] && echo passed || echo "FAILED (exit $$1)"; }; \
-	echo "dsbench: Python 3.11 tests $$(verdict $$py311); Python 3.12 subset $$(verdict $$py312);" \
-	  "gpu-check rehearsal $$(verdict $$gpu)"; \
+	v312() { [ "$$1" = 0 ] && ! $(HAVE_PY312) && echo "skipped (no python3.12)" || verdict $$1; }; \
+	echo "dsbench: Python 3.11 tests $$(verdict $$py311); Python 3.12 subset $$(v312 $$py312);" \
+	  "gpu-check rehearsal $$(v312 $$gpu)"; \
 	[ $$py311 = 0 ] && [ $$py312 = 0 ] && [ $$gpu = 0 ]
 
 # The smoke subset on Python 3.12, in $(VENV312).
@@ -109,7 +111,7 @@ test-py312:
 	elif [ -n "$(REQUIRE_PY312)" ]; then \
 	  echo "dsbench: no Python 3.12 ($(PYTHON312)) found, and REQUIRE_PY312 is set"; exit 1; \
 	else \
-	  echo "dsbench: no Python 3.12 ($(PYTHON312)) found: skipping the Python 3.12 smoke tests"; \
+	  echo "dsbench: no Python 3.12 ($(PYTHON312)) found: skipping the Python 3.12 smoke tests; $(GET_PY312)"; \
 	fi
 
 # Python 3.12 as on a GPU box: a venv built without the network (pip --no-index, from wheels
@@ -163,7 +165,7 @@ gpu-check-rehearsal:
 	elif [ -n "$(REQUIRE_PY312)" ]; then \
 	  echo "dsbench: no Python 3.12 ($(PYTHON312)) found, and REQUIRE_PY312 is set"; exit 1; \
 	else \
-	  echo "dsbench: no Python 3.12 ($(PYTHON312)) found: skipping the gpu-check rehearsal"; \
+	  echo "dsbench: no Python 3.12 ($(PYTHON312)) found: skipping the gpu-check rehearsal; $(GET_PY312)"; \
 	fi
 
 # The power of `dsbench ab` on this machine: a throwaway commit slowing AdamW (1M, 4M, 16M) by 10%

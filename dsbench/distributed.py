@@ -31,6 +31,8 @@ import time
 import traceback
 from collections.abc import Callable
 
+from dsbench import host
+
 
 class RankFailure(RuntimeError):
     """A spawned rank failed or hung; the message names the rank and what happened."""
@@ -123,7 +125,7 @@ def _rank_main(
             torch.cuda.set_device(rank)
             device = f"cuda:{rank}"
         else:
-            torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))
+            torch.set_num_threads(max(1, host.usable_cores() // world))  # its affinity's share
             device = "cpu"
         os.environ.update(
             RANK=str(rank),

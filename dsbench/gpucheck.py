@@ -133,7 +133,7 @@ def gpu_test_files(root: Path = ROOT) -> list[str]:
     return sorted(
         str(p.relative_to(root))
         for p in (root / "tests").glob("test_*.py")
-        if "pytest.mark.gpu" in p.read_text()
+        if "pytest.mark.gpu" in p.read_text(encoding="utf-8")
     )
 
 
@@ -426,7 +426,7 @@ def check(device: str, out: Path, budget_s: float, python: str = sys.executable)
     path = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(path), PYTHONUNBUFFERED="1")
     outcomes: list[Outcome] = []
-    with (out / "gpu-check.log").open("w") as log:
+    with (out / "gpu-check.log").open("w", encoding="utf-8") as log:
         deepspeed = bring_deepspeed(env, python, log)
         print(f"dsbench gpu-check on {device}: {deepspeed}; budget {budget_s:.0f} s", flush=True)
         plan = Plan(device=device, out=out, python=python, env=env)

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from dsbench import records
+from dsbench import host, records
 from dsbench.errors import UsageError
 from dsbench.records import fingerprint
 
@@ -89,7 +89,27 @@ class ResultFileError(UsageError):
 
 
 def default_results_dir() -> Path:
-    return Path(os.environ.get("DSBENCH_RESULTS", "results"))
+    return Path(os.environ.get("DSBENCH_RESULTS") or "results")
+
+
+def writable_results_dir(asked: str | os.PathLike | None) -> tuple[Path, str | None]:
+    """Where a run writes: ``asked`` (``--out``), else ``$DSBENCH_RESULTS``, else ``./results``;
+    and the line to print when ``./results`` cannot be written (a read-only checkout) and the
+    user's state folder, or else a temporary one, is used instead (:mod:`dsbench.host`). A
+    folder the user named is kept: :func:`check_writable` then says why it cannot be used."""
+    if asked or os.environ.get("DSBENCH_RESULTS"):
+        return Path(asked or default_results_dir()), None
+    default = default_results_dir()
+    why = host.cannot_write(default / machine_name())
+    if why is None:
+        return default, None
+    instead = host.first_writable(host.state_dir("results"), host.user_temp("results"))
+    if instead is None:
+        return default, None  # check_writable names the problem
+    return instead, (
+        f"cannot write result files in {default.resolve()} ({why}): writing them to {instead} "
+        "instead; choose the folder with --out PATH or DSBENCH_RESULTS=PATH"
+    )
 
 
 def machine_name() -> str:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from dsbench import results
+from dsbench import host, results
 from dsbench.errors import UsageError
 from dsbench.hardware.caches import Residency, last_level, residency
 from dsbench.memory import host_rss, release_freed
@@ -465,8 +465,13 @@ def run_distributed(
             else []
         )
 
-        def receive(rank: int, msg, got=got, fresh=fresh) -> None:
+        shared = None if ctx.gpu else host.shared_cores(nranks)  # taskset -c 0: say so
+
+        def receive(rank: int, msg, got=got, fresh=fresh, shared=shared) -> None:
             index, row = msg
+            if shared and row.ok:
+                notes = Notes.from_json({**row.notes.to_json(), "cores": shared})
+                row = dataclasses.replace(row, notes=notes)
             if fresh and fresh[index] is not None and isinstance(row.memory, Memory):
                 alone = Memory.from_json(fresh[index])
                 memory = dataclasses.replace(row.memory, fresh_process=alone)

@@ -32,12 +32,12 @@ from __future__ import annotations
 
 import os
 import platform
-import shutil
 import tempfile
 import time
 import uuid
 from typing import TYPE_CHECKING, ClassVar
 
+from dsbench import host
 from dsbench.kernels.collective_common import (
     check_pair,
     check_reducible,
@@ -80,16 +80,31 @@ def _shm_check(device: str) -> tuple[bool, str]:
     return True, ""
 
 
+def workspace_bytes(op: str, nbytes: int, n: int) -> int:
+    """The workspace a copying ``op`` of S = ``nbytes`` (all-reduce, reduce-scatter: the input;
+    all-gather: the output) over ``n`` ranks maps: n input slots and the result for all-reduce,
+    n slots of (n-1)/n of the input for reduce-scatter, the output for all-gather."""
+    if n < 2:
+        return 0
+    slot = -(-nbytes // _ALIGN) * _ALIGN
+    per = {"allreduce": (n + 1) * slot, "reduce_scatter": (n - 1) * slot, "allgather": slot}
+    return _HEADER + per[op]
+
+
+def workspace_dir(nbytes: int) -> str | None:
+    """Where a workspace of ``nbytes`` is mapped: ``/dev/shm`` when it has room for twice that
+    (the old mapping stays alive while the new one is made; containers often mount only 64 MiB),
+    else the temp folder (its page cache serves the mapping as well while memory lasts), else
+    None: no room anywhere."""
+    for folder in (host.SHM, tempfile.gettempdir()):
+        free = host.free_bytes(folder)
+        if free is not None and free > 2 * nbytes:
+            return folder
+    return None
+
+
 def _shm_dir(nbytes: int) -> str:
-    """``/dev/shm`` when it exists and has room (containers often mount only 64 MiB), else the
-    temp folder (its page cache serves the mapping just as well while memory lasts)."""
-    for folder in ("/dev/shm", tempfile.gettempdir()):
-        try:
-            if os.path.isdir(folder) and shutil.disk_usage(folder).free > 2 * nbytes:
-                return folder
-        except OSError:
-            continue
-    return tempfile.gettempdir()
+    return workspace_dir(nbytes) or tempfile.gettempdir()  # the write then names the problem
 
 
 # [Note: the shm workspace]

@@ -32,7 +32,7 @@ def test_rounds_alternate_abba():
         ("commit=no-such-ref-xyz", "unknown commit 'no-such-ref-xyz'"),
         ("deepspeed=latest", "'latest' is not a DeepSpeed version"),
         ("python=/no/such/python3", "/no/such/python3 is not an executable interpreter"),
-        ("python=3.99", "no Python 3.99 environment"),
+        ("python=3.99", "no Python 3.99 on this machine .*pyenv install 3.99"),
         ("python=three", "give an interpreter path or a version such as 3.12"),
     ],
 )

@@ -1,6 +1,7 @@
 """One import direction, checked on the source (every import, module level or inside functions):
 
-    bottom      errors, records, interrupts, faults, stats, hardware, memory, values, sequential
+    bottom      errors, records, interrupts, faults, stats, hardware, memory, values, sequential,
+                host
     kernels     dsbench.kernels.*  (kernels/ in the repository)
     compute     distributed, models, zero
     workloads   engines, timing, train_loop, suites, soak
@@ -31,6 +32,7 @@ LAYERS = {
         "memory",
         "values",
         "sequential",
+        "host",
     ],
     "kernels": ["kernels"],
     "compute": ["distributed", "models", "zero"],

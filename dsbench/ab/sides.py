@@ -160,11 +160,32 @@ def _python_side(text: str, value: str, root: Path) -> SideEnv:
     return SideEnv(text, "python", python, root, description=f"Python {version} ({python})")
 
 
+def find_python(version: str) -> str | None:
+    """``python<version>`` on PATH, or pyenv's newest of that version (as the Makefile finds
+    it); None when neither exists."""
+    found = shutil.which(f"python{version}")
+    if found:
+        probe = subprocess.run([found, "-c", "pass"], capture_output=True)  # a pyenv shim of
+        if probe.returncode == 0:  # a version not installed exits 127
+            return found
+    if shutil.which("pyenv"):
+        proc = subprocess.run(["pyenv", "latest", version], capture_output=True, text=True)
+        if proc.returncode == 0 and proc.stdout.strip():
+            return proc.stdout.strip()
+    return None
+
+
 def _python_for(text: str, version: str, root: Path) -> str:
     """The interpreter of a Python version: this one, or the venv ``make`` builds for it."""
     if version == f"{sys.version_info[0]}.{sys.version_info[1]}":
         return sys.executable
     venv = root / f".venv{version.replace('.', '')}"
+    if not (venv / "bin" / "python").exists() and not find_python(version):
+        raise UsageError(
+            f"side '{text}': no Python {version} on this machine (python{version} is not on "
+            f"PATH); get one with `pyenv install {version}` or `apt install python{version} "
+            f"python{version}-venv`, or give its path: python=/usr/bin/python{version}"
+        )
     if not (venv / "bin" / "python").exists() and version == "3.12":
         print(f"dsbench ab: making {venv.name} (torch from the registry)", file=sys.stderr)
         proc = subprocess.run(["make", "-C", str(root), f"{venv.name}/.dsbench-installed"])

@@ -11,6 +11,7 @@ import argparse
 import importlib
 import sys
 
+from dsbench import host
 from dsbench.errors import UsageError
 from dsbench.interrupts import as_interrupted, signals_raise
 
@@ -69,6 +70,10 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    host.printable_streams()  # LANG=C, a Latin-1 terminal: '±' prints as '+-', not a crash
+    moved = host.redirect_caches()  # a HOME that cannot be written: caches in a temp folder
+    if moved:
+        print(f"dsbench: {moved}", file=sys.stderr)
     try:
         with signals_raise():  # SIGTERM too unwinds (ranks stopped, temporary files removed)
             args = build_parser(argv).parse_args(argv)

@@ -157,9 +157,11 @@ def check_round_arguments(args: argparse.Namespace, minimum: int) -> Path:
             raise UsageError(
                 f"--filter '{args.filter}' is not a valid regular expression: {exc}"
             ) from None
-    out = Path(args.out) if args.out else results.default_results_dir()
+    out, moved = results.writable_results_dir(args.out)
     if out.suffix == ".json":
         raise UsageError(f"--out {out}: give a results folder (one file a side is written)")
+    if moved:
+        print(f"dsbench: {moved}", file=sys.stderr)
     return out
 
 

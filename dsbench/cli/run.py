@@ -14,7 +14,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from dsbench import compare, hardware, results
+from dsbench import compare, hardware, host, results
 from dsbench.cli.compare import terminal_text
 from dsbench.compare import terminal
 from dsbench.errors import UsageError
@@ -208,12 +208,41 @@ def _progress(total: int, enabled: bool):
     return update, bar
 
 
+def host_lines(planned: list, ctx) -> list[str]:
+    """What this host changes in the run, a line each (:mod:`dsbench.host`): a /dev/shm too small
+    for some shm collectives, CPU ranks that share cores."""
+    from dsbench.suites import comm
+
+    collectives = {b.name for b in comm.BENCHMARKS}
+    shm = comm.shm_line([(p.bench.name, p.params) for p in planned if p.bench.name in collectives])
+    ranks = [p.params[p.bench.ranks_param] for p in planned if p.bench.ranks_param]
+    shared = None if ctx.gpu or not ranks else host.shared_cores_line(max(ranks))
+    return [line for line in (shm, shared) if line]
+
+
+def _source_line(env: dict) -> list[str]:
+    """One line when dsbench's source is no git checkout git will read (an unpacked tarball, no
+    git, another user's clone): its runs carry the version alone."""
+    from dsbench.envinfo.collect import SOURCE_ROOT
+
+    info = env.get("dsbench") or {}
+    if info.get("commit"):
+        return []
+    return [
+        f"{SOURCE_ROOT} is not a git checkout that git reads here (an unpacked tarball, no git, "
+        f"or a clone another user owns): result files record dsbench {info.get('version')} "
+        "without a commit id"
+    ]
+
+
 def run(args: argparse.Namespace) -> int:
     from dsbench import runner
     from dsbench.envinfo import collect_env
 
     suite = check_suite(args.suite)
-    out = Path(args.out) if args.out else results.default_results_dir()
+    out, moved = results.writable_results_dir(args.out)
+    if moved and not args.list:
+        print(f"dsbench: {moved}", file=sys.stderr)
     if out.suffix == ".json" and out.exists():
         raise UsageError(f"--out {out} already exists; dsbench never overwrites a result file")
     if not args.list:  # known now rather than after the benchmarks ran
@@ -232,6 +261,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.device == "auto" and device == "cpu":
         print("dsbench: no GPU visible to torch: running on the CPU", file=sys.stderr)
+    for line in [*host_lines(planned, ctx), *_source_line(env)]:
+        print(f"dsbench: {line}", file=sys.stderr)
     ceilings = runner.ceiling_mode(suite, args.ceilings)
     profile = runner.profile_for(env, ctx, warn=lambda m: print(f"dsbench: {m}", file=sys.stderr),
                                  measure=ceilings == "cached")  # fmt: skip

@@ -172,7 +172,9 @@ def run(args: argparse.Namespace) -> int:
         for fault in settings.faults:
             print(f"{fault.env():40s} {fault.describe()}")
         return 0
-    out = Path(args.out) if args.out else results.default_results_dir()
+    out, moved = results.writable_results_dir(args.out)
+    if moved:
+        print(f"dsbench: {moved}", file=sys.stderr)
     if out.suffix == ".json" and out.exists():
         raise UsageError(f"--out {out} already exists; dsbench never overwrites a result file")
     folder = out.parent if out.suffix == ".json" else out / results.machine_name()

@@ -116,6 +116,10 @@ def _dist_version(*names: str) -> str | None:
 # probes
 
 
+SOURCE_ROOT = Path(__file__).resolve().parents[2]
+"""The folder dsbench runs from (a checkout's top, or site-packages)."""
+
+
 def git_commit(path: str | os.PathLike | None = None) -> tuple[str | None, bool | None]:
     """``(sha, dirty)`` of the git checkout that holds ``path`` (default: the dsbench package).
 
@@ -125,7 +129,7 @@ def git_commit(path: str | os.PathLike | None = None) -> tuple[str | None, bool 
     folder must not make the next run look like different code.
     """
     if path is None:
-        path = Path(__file__).resolve().parents[1]
+        path = SOURCE_ROOT / "dsbench"
     path = Path(path)
     if not path.is_dir():
         path = path.parent

@@ -94,7 +94,7 @@ class Stream:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._file = path.open("a", buffering=1)
+        self._file = path.open("a", buffering=1, encoding="utf-8")
 
     def write(self, kind: str, **fields) -> None:
         self._file.write(json.dumps({"kind": kind, **fields}) + "\n")

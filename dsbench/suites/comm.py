@@ -15,6 +15,9 @@ extra on CPUs or GPUs (only denormals are slow), so data stays representative.
 
 from __future__ import annotations
 
+import tempfile
+
+from dsbench import host
 from dsbench.kernels import registry
 from dsbench.suites.base import Benchmark, Case, Context, Metric, Skip, Work, time_ms
 
@@ -79,6 +82,62 @@ def _make_work(op: str):
     return work_of
 
 
+def shm_placement(op: str, size: int, n: int) -> tuple[str | None, str]:
+    """Where a ``shm`` case's workspace goes ([Note: the shm workspace] in kernels/shm.py) and
+    what to say: ("/dev/shm", ""); the temp folder and why, when /dev/shm lacks room (a
+    container's 64 MiB); None and the reason to skip, when the temp folder lacks it too."""
+    from dsbench.kernels import shm
+
+    need = shm.workspace_bytes(op, size, n)
+    folder = shm.workspace_dir(need)
+    if folder == host.SHM:
+        return folder, ""
+    free = host.free_bytes(host.SHM)
+    room = f"has {host.mib(free)} free" if free is not None else "is missing"
+    why = f"{host.SHM} {room}, the workspace needs {host.mib(2 * need)} (twice its size)"
+    if folder is None:
+        tmp = host.free_bytes(tempfile.gettempdir())
+        return None, (
+            f"shared memory too small: {why}, and {tempfile.gettempdir()} has "
+            f"{host.mib(tmp or 0)} free; {host.MORE_SHM}"
+        )
+    return folder, f"workspace in {folder}: {why}"
+
+
+def shm_line(cases: list[tuple[str, dict]]) -> str | None:
+    """One line for ``dsbench run`` when /dev/shm cannot hold some of the ``shm`` collectives
+    planned (``(benchmark, params)``): which sizes map their workspace in the temp folder and
+    which are skipped, and how to get more. None when all fit."""
+    moved, skipped = set(), set()
+    for op, params in cases:
+        if params.get("impl") != "shm":
+            continue
+        folder, _ = shm_placement(op, params["size"], params["ranks"])
+        if folder is None:
+            skipped.add(params["size"])
+        elif folder != host.SHM:
+            moved.add(params["size"])
+    if not moved and not skipped:
+        return None
+    free = host.free_bytes(host.SHM)
+    parts = [f"{host.SHM} has {host.mib(free) if free is not None else 'no space'} free"]
+    if moved:
+        parts.append(
+            f"the shm collectives at {_sizes(moved)} map their workspace in "
+            f"{tempfile.gettempdir()} instead (page cache; their rows say so)"
+        )
+    if skipped:
+        parts.append(
+            f"{'those' if moved else 'the shm collectives'} at {_sizes(skipped)} are skipped "
+            f"(no room in {tempfile.gettempdir()} either)"
+        )
+    return "; ".join(parts) + f"; {host.MORE_SHM}"
+
+
+def _sizes(sizes: set[int]) -> str:
+    return ", ".join(host.mib(s) for s in sorted(sizes))
+
+
 def _make_setup(op: str):
     def setup(params: dict, ctx: Context) -> Case:
         import torch
@@ -107,12 +166,14 @@ def _make_setup(op: str):
         else:  # allgather: S is the gathered (output) size
             args = [(data, data[: size // elt // n].clone())]
         work = collective_work(op, size, n)
-        return Case(
-            fn=fn,
-            args=args,
-            work=work,
-            notes={"count": size // elt, "busbw_factor": work.busbw_factor},
-        )
+        notes = {"count": size // elt, "busbw_factor": work.busbw_factor}
+        if params["impl"] == "shm":
+            folder, why = shm_placement(op, size, n)
+            if folder is None:
+                raise Skip(why)
+            if why:
+                notes["shm_workspace"] = why
+        return Case(fn=fn, args=args, work=work, notes=notes)
 
     return setup
 

@@ -331,10 +331,10 @@ def _build(*, verbose: bool = False):
             )
         except Exception as exc:  # compiler, linker or import failure: one line, full log on disk
             log = str(exc)
-            (out / LOG_FILE).write_text(log)
+            (out / LOG_FILE).write_text(log, encoding="utf-8")
             _error = (
                 f"building the dsbench cuda extension failed: {_first_error(log)} "
                 f"(full log: {out / LOG_FILE}; retry with DSBENCH_CUDA_REBUILD=1)"
             )
-            (out / FAILED_MARKER).write_text(_error + "\n")
+            (out / FAILED_MARKER).write_text(_error + "\n", encoding="utf-8")
             raise BuildError(_error) from None

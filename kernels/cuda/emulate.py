@@ -92,7 +92,7 @@ def build_library(
     sources = []
     for cu in sorted(Path(csrc).glob("*.cu")):
         dst = out / f"{cu.stem}.cpp"
-        dst.write_text(rewrite_launches(cu.read_text()))
+        dst.write_text(rewrite_launches(cu.read_text(encoding="utf-8")), encoding="utf-8")
         sources.append(dst)
     (out / "emulation_extra.cpp").write_text(_EXTRA)
     sources.append(out / "emulation_extra.cpp")
