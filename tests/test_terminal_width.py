@@ -260,7 +260,10 @@ def test_runs_comparison_with_the_previous_run_fits_summary_first(columns, tmp_p
     lines = out.splitlines()
     summary = next(i for i, line in enumerate(lines) if line.startswith("0 better, 0 worse"))
     assert 0 < summary < _header_index(lines, "benchmark")
-    assert "compared with the newest earlier run: run 20261201T131615Z-1ea362" in out
+    flat = " ".join(out.split())
+    assert (
+        "compared with the newest earlier run on this hardware: run 20261201T131615Z-1ea362" in flat
+    )
     assert "[1] spread too wide: the interval reaches across x1.05" in lines
 
 
@@ -331,7 +334,7 @@ def test_a_wide_sweep_fits_in_blocks_of_sides_with_its_steps_first(columns, tmp_
 
 def test_bisects_result_and_probes_fit_but_the_filter_regex(columns):
     args = argparse.Namespace(good="deepspeed=0.17.2", case=LONG_ID, suite="training",
-                              rounds=None, blocks=True)  # fmt: skip
+                              rounds=None, blocks=True, max_time="20m")  # fmt: skip
     sides = [f"deepspeed=0.18.{i}" for i in range(9)]
     probes = [Probe(s, c, f"x{r:.3f} (0.870-0.950) {c}") for s, c, r in
               [(sides[8], "worse", 0.91), (sides[4], "worse", 0.9), (sides[2], "unchanged", 1.0),
@@ -346,7 +349,7 @@ def test_bisects_result_and_probes_fit_but_the_filter_regex(columns):
     command = " ".join(line.removesuffix("\\").strip() for line in lines[lines.index("reproduce:")
                        + 1 :])  # fmt: skip
     assert command.startswith("dsbench ab --baseline deepspeed=0.18.2 --contender deepspeed=0.18.3")
-    assert command.endswith("--until-decided --blocks")
+    assert command.endswith("--until-decided --max-time 20m --blocks")
 
 
 def test_a_terminal_report_of_no_rows_says_so():

@@ -9,16 +9,12 @@ one of four verdicts from run-level statistics, in the metric's own direction.
   ``engine=dsbench``) the alternating rounds both sides were timed in. Two runs of one launch
   each are decided only with a noise figure (an A/A calibration of the machine, ``dsbench
   noise``), the newest for that machine, named above the table.
-- Direction: each row carries ``direction`` (higher is better for throughput, lower for time
-  and memory); asv treats everything as lower-is-better, dsbench does not.
 - Choosing runs: when a selector matches several runs, the pair of runs sharing benchmark cases
   and differing in the fewest fields besides the compared axis is used (newest first among
   equals), so ``--baseline 0.18.3 --contender 0.18.4`` over asv's matrix pairs the same Python.
   With no contender, the closest run that differs on the baseline selector's own axis is used;
   for a DeepSpeed version, the installed DeepSpeed's runs (else the next newer release's), a
   ``dsbench ab`` pair first (:mod:`~dsbench.compare.pairing`).
-- Environments: when a side comes from asv (one run per environment), every row carries the
-  environment of each side (``python 3.11, deepspeed 0.18.3``).
 - Confounders: environment fields that differ besides the compared axis are listed above the
   table, because such a comparison measures more than one thing.
 - Hardware: runs on unlike hardware (:mod:`dsbench.records.fingerprint`: another CPU model,
