@@ -129,8 +129,10 @@ def test_newest_run_skips_other_hardware_in_one_line(tmp_path, this_machine, cap
     _write(tmp_path, "20261206T001000Z-aaaaaa", 10, _env(XEON_CPU), 4.0)  # AMX: 4x faster
     record = _this_run(tmp_path, this_machine)
     _compare_with_previous(tmp_path, record)
-    out = capsys.readouterr().out
-    assert out.count("\n") == 1, out  # one line, no table
+    raw = capsys.readouterr().out
+    assert all(len(line) <= 100 for line in raw.splitlines())  # one sentence, wrapped; no table
+    assert "|" not in raw and "──" not in raw
+    out = " ".join(raw.split()) + "\n"
     assert out.startswith(
         "(no earlier run on this hardware to compare with: the newest run of suite quick in "
         "'vm' (20261206T001000Z-aaaaaa) is on Intel Xeon Processor (2 CPUs, 24 GiB, LLC 300 "

@@ -351,11 +351,12 @@ def _compare_with_previous(root: Path, record: RunRecord) -> None:
     if not like:
         newest = earlier[-1]
         differ = fingerprint.what_differs(fingerprint.differences(newest.hardware, this.hardware))
-        print(
+        line = (
             f"(no earlier run on this hardware to compare with: the newest run of suite "
             f"{record.suite} in '{record.machine}' ({newest.id}) is on {newest.hardware.name}, "
             f"this is {this.hardware.name}; {differ} differ)"
         )
+        print("\n".join(terminal.wrap_all([line], terminal.width())))
         return
     base = like[-1]
     passed = [r for r in earlier if r.created > base.created and r not in like]
