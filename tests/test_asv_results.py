@@ -232,7 +232,8 @@ def test_compare_given_asvs_own_results_folder_reads_it_without_warnings(asv_roo
     args = ["compare", "--results", str(asv_root / "asv"), "--baseline", "0.18.3"]
     assert main([*args, "--contender", "0.18.4"]) == 0
     captured = capsys.readouterr()
-    assert "contender: run asv-e5318373-virtualenv-py3.12-deepspeed0.18.4" in captured.out
+    out = " ".join(captured.out.split())  # the run line wraps to the terminal
+    assert "contender: run asv-e5318373-virtualenv-py3.12-deepspeed0.18.4" in out
     assert "warning" not in captured.err
 
 

@@ -431,7 +431,10 @@ def test_sigterm_of_dsbench_run_keeps_the_finished_benchmarks(tmp_path):
     stdout, rest = proc.communicate(timeout=120)
     err = "".join(lines) + rest
     assert proc.returncode == 143, err
-    assert "interrupted: not run: the run was stopped by SIGTERM" in stdout  # the table
+    table = " ".join(stdout.split())  # the table: a status and its numbered note
+    assert re.search(
+        r"interrupted \[(\d+)\].*\[\1\] not run: the run was stopped by SIGTERM", table
+    )
     assert "interrupted by SIGTERM after 2 of 4 benchmark(s)" in err
     assert "leaked" not in err  # multiprocessing's tracker had nothing to clean up
     (path,) = out.glob("*/*.json")

@@ -3,6 +3,7 @@ by their neighbours' rounds, one-line errors, and a sweep of three commits end t
 step is counted, not timed."""
 
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -119,9 +120,10 @@ def test_a_sweep_of_three_commits_finds_and_confirms_the_counted_step(tmp_path):
     assert all(len(r.launches) == 2 and r.sweep.rounds == 2 for r in runs)
     assert runs[0].sweep.orders == plan_orders(3, 2, seed=1)
     assert "confirmed steps (1):" in proc.stdout, proc.stdout
-    (line,) = [x for x in proc.stdout.splitlines() if "slow-0 -> slow-0_2" in x]
-    assert f"x{1 / 1.2:.3f}" in line and line.endswith("worse"), line
-    assert math.isfinite(float(line.split(" x")[1].split()[0]))
+    text = " ".join(proc.stdout.split())  # the step's line wraps to the terminal
+    (step,) = re.findall(r"slow-0 -> slow-0_2: x(\S+) \[[^\]]*\] (\w+)", text)
+    assert step == (f"{1 / 1.2:.3f}", "worse"), text
+    assert math.isfinite(float(step[0]))
 
 
 def _probe_at(step, change="worse", calls=None):

@@ -40,6 +40,13 @@ def _unit(r: ComparedRow) -> str:
     return r.unit + (" ↑" if r.direction == HIGHER else " ↓" if r.direction else "")
 
 
+def _cells(r: ComparedRow, label: str) -> list[str]:
+    """A row's cells up to its reason, in every format: its label, unit, both sides' values, the
+    ratio, its interval and the verdict."""
+    ratio = "" if r.ratio is None else f"{r.ratio:.3f}"
+    return [label, _unit(r), _fmt(r.baseline), _fmt(r.contender), ratio, interval_text(r), r.change]
+
+
 def render(rows: list[ComparedRow], fmt: str = "github", level: float = 0.99,
            limit: int | None = None) -> str:  # fmt: skip
     """The rows in ``fmt``; ``limit``: the width a terminal table fits (default: the
@@ -52,17 +59,7 @@ def render(rows: list[ComparedRow], fmt: str = "github", level: float = 0.99,
     headers = [f"{pct(level)} interval" if h == "99% interval" else h for h in HEADERS]
     headers += ENV_HEADERS if with_env else []
     table = [
-        [
-            r.id,
-            _unit(r),
-            _fmt(r.baseline),
-            _fmt(r.contender),
-            "" if r.ratio is None else f"{r.ratio:.3f}",
-            interval_text(r),
-            r.change,
-            r.basis,
-            *([r.baseline_env, r.contender_env] if with_env else []),
-        ]
+        [*_cells(r, r.id), r.basis, *([r.baseline_env, r.contender_env] if with_env else [])]
         for r in rows
     ]
     if fmt == "csv":
@@ -100,13 +97,7 @@ def terminal_table(rows: list[ComparedRow], level: float, limit: int) -> str:
     notes = terminal.Notes()
     table = [
         [
-            label,
-            _unit(r),
-            _fmt(r.baseline),
-            _fmt(r.contender),
-            "" if r.ratio is None else f"{r.ratio:.3f}",
-            interval_text(r),
-            r.change,
+            *_cells(r, label),
             (notes.ref(_basis(r)) + (f" {r.to_decide}" if r.to_decide else "")).strip(),
         ]
         for label, r in zip(labels, rows, strict=True)
