@@ -28,6 +28,9 @@ def _seed_and_isolate(monkeypatch, tmp_path_factory):
     torch.manual_seed(0)
     monkeypatch.setenv("DSBENCH_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
     monkeypatch.setenv("DSBENCH_MACHINE", "testbox")
+    # one terminal width however pytest runs (xdist's workers get COLUMNS=80, a plain run none:
+    # 100); the tests of fitting a width set their own (tests/test_terminal_width.py)
+    monkeypatch.setenv("COLUMNS", "100")
 
 
 def make_row(bid: str, samples, *, unit="GB/s", direction="higher", status="ok", one_launch=False):

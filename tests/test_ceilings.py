@@ -56,7 +56,8 @@ def test_a_run_divides_by_its_own_ceilings_and_fails_a_row_above_them(planted, t
     code = main(["run", "--suite", "smoke", "--ceilings", "run", "--out", str(out),
                  "--no-compare", "--no-progress"])  # fmt: skip
     assert code == 1
-    assert "1 benchmark(s) failed: overcounted[size=67108864]" in capsys.readouterr().err
+    err = " ".join(capsys.readouterr().err.split())  # wrapped to the terminal
+    assert "1 benchmark(s) failed: overcounted[size=67108864]" in err
     (path,) = out.rglob("*.json")
     doc = json.loads(path.read_text())
     rows = {r["id"]: r for r in doc["benchmarks"]}

@@ -237,7 +237,7 @@ def test_headline_command_picks_the_closest_run_of_another_version(tmp_path, cap
     _run(tmp_path, "20261130T000002Z-cccccc", 2, ["adamw[p=1]"], "0.18.4", python="3.12.1")
     _run(tmp_path, "20261130T000003Z-dddddd", 3, ["decode[b=1]"], "0.18.4")  # no shared case
     assert main(["compare", "--results", str(tmp_path), "--baseline", "0.18.3"]) == 0
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())  # wrapped to the terminal
     assert "contender: run 20261130T000001Z-bbbbbb" in out
     assert "closest run with another deepspeed (0.18.3 vs 0.18.4)" in out
     assert "1 unchanged, 0 inconclusive" in out and "1 on one side only" in out
@@ -276,7 +276,7 @@ def test_separate_single_launch_runs_use_the_newest_noise_figure(tmp_path, capsy
     calib["purpose"] = "noise"
     results.write_run(calib, root=tmp_path)
     assert main(args) == 1 - 1  # decided, and exit 0 without --fail-on-regression
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())  # wrapped to the terminal
     assert "noise figure: run 20261130T000002Z-cccccc" in out
     assert "1 worse" in out and "noise figure 20261130T000002Z-cccccc" in out
 

@@ -80,7 +80,7 @@ def test_installed_version_and_the_ab_pair_with_most_rounds(results_dir, monkeyp
     )
     args = ["compare", "--results", str(results_dir), "--baseline", "0.18.3"]
     assert main(args) == 0
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())  # wrapped to the terminal
     assert "contender: run 20261205T221328Z-aaaaa2" in out
     assert "0.18.3 vs 0.18.4: the installed DeepSpeed; a dsbench ab pair" in out
 
