@@ -17,9 +17,13 @@ DSBENCH = shutil.which("dsbench", path=str(Path(sys.executable).parent)) or "dsb
 
 def dsbench(*args, cwd, check=True):
     env = dict(os.environ, DSBENCH_RESULTS=str(cwd / "results"), DSBENCH_MACHINE="testbox")
-    proc = subprocess.run(
-        [DSBENCH, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
-    )
+    try:  # a smoke run takes ~25 s on a 2-core box: past 300 s, show where it was
+        proc = subprocess.run(
+            [DSBENCH, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+        )
+    except subprocess.TimeoutExpired as e:
+        tail = (e.stderr or b"")[-3000:]
+        raise AssertionError(f"dsbench {' '.join(args)} still running after 300 s:\n{tail}") from e
     if check and proc.returncode != 0:
         raise AssertionError(f"dsbench {' '.join(args)} -> {proc.returncode}\n{proc.stderr}")
     return proc
