@@ -10,11 +10,8 @@ in the same order, so the shard's bits are the same (``tests/test_shm_sum.py``);
 is accumulated in fp64 in another order than ``torch.dot``'s, which can move the fp64 value in
 its last bits, far below what fp32 resolves.
 
-The C file is compiled at first use by the host's C compiler (``cc``, ``gcc`` or ``clang``;
-``-O3 -march=native -ffp-contract=off``, in seconds) into ``<cache>/cpu_kernels/`` (``<cache>``
-as for the CUDA build: ``$DSBENCH_CACHE_DIR``, else ``$XDG_CACHE_HOME/dsbench``, else
-``~/.cache/dsbench``), named by a hash of the source, the compiler, the flags and the CPU; ranks
-building at once each write their own file and rename it into place. Without a compiler, or when the
+The C file is compiled at first use by the host's C compiler (``-O3 -march=native
+-ffp-contract=off``, :class:`dsbench.kernels.cbuild.CLibrary`). Without a compiler, or when the
 build fails, the same arithmetic runs as torch passes (same bits, the time above) and
 :func:`backend` says why.
 """
@@ -22,107 +19,31 @@ build fails, the same arithmetic runs as torch passes (same bits, the time above
 from __future__ import annotations
 
 import ctypes
-import hashlib
-import os
-import platform
-import shutil
-import subprocess
-import tempfile
-import threading
-from pathlib import Path
 
 import torch
 
+from dsbench.kernels.cbuild import CLibrary
 from dsbench.kernels.collective_common import overlaps
 
-SOURCE = Path(__file__).resolve().parent / "csrc" / "shm_sum.c"
-FLAGS = ("-O3", "-march=native", "-ffp-contract=off", "-shared", "-fPIC")
-
-_lock = threading.Lock()
-_fn = None
-_why_not: str | None = None
-_loaded = False
-
-
-def _compiler() -> str | None:
-    for name in (os.environ.get("CC"), "cc", "gcc", "clang"):
-        if name and shutil.which(name):
-            return shutil.which(name)
-    return None
-
-
-def _library_path(cc: str) -> Path:
-    from dsbench.hardware import resolve_cache_dir
-
-    h = hashlib.sha256(SOURCE.read_bytes())
-    for part in (cc, *FLAGS, _cpu_identity()):  # -march=native: a build per kind of CPU
-        h.update(part.encode())
-    return resolve_cache_dir() / "cpu_kernels" / f"shm_sum_{h.hexdigest()[:16]}.so"
-
-
-def _cpu_identity() -> str:
-    """The machine and its CPU's model and feature flags (Linux), for a cache folder that other
-    hosts may share."""
-    text = platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            lines = [line for line in f if line.startswith(("model name", "flags"))]
-        text += "".join(sorted(set(lines)))
-    except OSError:
-        text += platform.processor()
-    return text
-
-
-def _build() -> tuple[object | None, str | None]:
-    cc = _compiler()
-    if cc is None:
-        return None, "no C compiler (cc, gcc or clang) on PATH: torch passes instead"
-    lib = _library_path(cc)
-    if not lib.is_file():
-        lib.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(suffix=".so", dir=lib.parent)
-        os.close(fd)
-        try:
-            run = subprocess.run(
-                [cc, *FLAGS, str(SOURCE), "-o", tmp], capture_output=True, text=True
-            )
-            if run.returncode != 0:
-                first = (run.stderr.strip().splitlines() or ["(no output)"])[0]
-                return None, f"{Path(cc).name} failed on {SOURCE.name}: {first}"
-            os.replace(tmp, lib)  # atomic: a rank building at the same time replaces it alike
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-    fn = ctypes.CDLL(str(lib)).dsb_shm_sum_f32  # CDLL: the call releases the GIL
-    fn.argtypes = [
-        ctypes.c_void_p,
-        ctypes.POINTER(ctypes.c_void_p),
-        ctypes.c_int,
-        ctypes.c_int64,
-        ctypes.c_float,
-        ctypes.c_int,
-        ctypes.c_void_p,
-    ]
-    fn.restype = None
-    return fn, None
+_LIB = CLibrary("shm_sum.c", ("-O3", "-march=native", "-ffp-contract=off"))
+_ARGTYPES = [
+    ctypes.c_void_p,
+    ctypes.POINTER(ctypes.c_void_p),
+    ctypes.c_int,
+    ctypes.c_int64,
+    ctypes.c_float,
+    ctypes.c_int,
+    ctypes.c_void_p,
+]
 
 
 def _load():
-    global _fn, _why_not, _loaded
-    if not _loaded:
-        with _lock:
-            if not _loaded:
-                try:
-                    _fn, _why_not = _build()
-                except OSError as exc:
-                    _fn, _why_not = None, f"building {SOURCE.name} failed: {exc}"
-                _loaded = True
-    return _fn
+    return _LIB.function("dsb_shm_sum_f32", _ARGTYPES)
 
 
 def backend() -> str:
     """``"c"``, or ``"torch: <why>"`` when the C build is unavailable."""
-    return "c" if _load() is not None else f"torch: {_why_not}"
+    return "c" if _load() is not None else f"torch: {_LIB.why_not}"
 
 
 def sum_into(

@@ -214,6 +214,28 @@ def test_the_run_table_labels_resident_rows_and_explains_flagged_ones(monkeypatc
     assert max(len(line) for line in table.splitlines()) <= 100
 
 
+def test_a_row_whose_interval_reaches_the_ceiling_is_shown_at_it(monkeypatch):
+    """51 GB/s (+-1%) against a ceiling of 50 (+-2%): 102% with an interval down past 100%, so
+    neither above the ceiling nor flagged; 55 GB/s lies wholly above it and is."""
+    from dsbench.cli.run import summary_table
+
+    monkeypatch.setattr(
+        runner, "device_cache_levels", lambda gpu, p: [CacheLevel(name="L3", bytes=32 * MiB)]
+    )
+    at, over = ceilings.apply(
+        [_row(256 * MiB, 51.0), _row(256 * MiB, 55.0)], _ceiling(50.0), get_profile("cpu")
+    )
+    assert at.pct_of_peak == pytest.approx(102.0) and at.metrics["bandwidth"].pct_ci99[0] < 100
+    assert "over_ceiling" not in at.notes.extra and "at_ceiling" not in over.notes.extra
+    assert "over_ceiling" in over.notes.extra and at.status == over.status == "ok"
+    table = summary_table([at, over], limit=100)
+    assert "~100% [1]" in table and "110.0%* [2]" in table
+    flat = " ".join(table.split())
+    head = "[1] 102.0% of this run's mem_bandwidth ceiling (stream[kernel=axpy]), 99% interval"
+    assert head in flat
+    assert "at the ceiling, within the two measurements' spread" in flat
+
+
 def test_stream_ceilings_count_their_working_set():
     ctx = Context(llc_bytes=32 * MiB)
     work = ceilings.STREAM.work_of({"kernel": "triad"}, ctx)
@@ -236,3 +258,12 @@ def test_dsbench_env_reports_the_caches():
     assert "L2 ...................... 512 KiB (per core)" in text
     assert "L3 ...................... 32 MiB (shared by CPUs 0-1)" in text
     assert "last level .............. L3 32 MiB (cases under 128 MiB: in cache" in text
+
+
+def test_a_page_shows_a_share_at_the_ceiling_as_such():
+    from dsbench.publish.facts import share_html
+
+    at = str(share_html(102.0, True, "bandwidth", [99.4, 105.0]))
+    over = str(share_html(110.0, True, "bandwidth", [105.0, 115.0]))
+    assert "~100%" in at and "⚠" not in at and "102.0%" in at  # the estimate, in the tooltip
+    assert "110.0% ⚠" in over and "above the measured peak" in over

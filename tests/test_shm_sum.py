@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from dsbench.kernels import shm_sum
+from dsbench.kernels.cbuild import CLibrary
 
 
 def _data(n: int, m: int, seed: int) -> list[torch.Tensor]:
@@ -54,9 +55,9 @@ def test_torch_fallback_gives_the_same_bits(monkeypatch):
     before = torch.randn(4099)
     fused = before.clone()
     shm_sum.sum_into(fused, slots, divide_by=3, accumulate=True)
-    monkeypatch.setattr(shm_sum, "_fn", None)
-    monkeypatch.setattr(shm_sum, "_loaded", True)
-    monkeypatch.setattr(shm_sum, "_why_not", "test")
+    broken = CLibrary("shm_sum.c", ())
+    broken._loaded, broken.why_not = True, "test"  # as a failed build leaves it
+    monkeypatch.setattr(shm_sum, "_LIB", broken)
     assert shm_sum.backend() == "torch: test"
     fallback = before.clone()
     sq = torch.zeros((), dtype=torch.float64)

@@ -130,8 +130,9 @@ def summary_table(rows: list[Row], limit: int | None = None) -> str:
 
 
 def _peak_cell(r: Row, notes: terminal.Notes) -> str:
-    """% of peak in a cell: a cache-resident row's ``in L3 [n]`` and a share above this run's
-    ceiling (under the bound of a wrong count) ``106.8%* [n]``, each with its note; else
+    """% of peak in a cell: a cache-resident row's ``in L3 [n]``, a share wholly above this run's
+    ceiling (under the bound of a wrong count) ``106.8%* [n]`` and one whose interval reaches the
+    ceiling ``~100% [n]``, each with its note; else
     :func:`_pct_cell`, shortened."""
     res = value_or(r.notes.residency) if r.notes else None
     if value_or(r.pct_of_peak) is None and isinstance(res, dict) and res.get("kind") != "dram":
@@ -139,9 +140,11 @@ def _peak_cell(r: Row, notes: terminal.Notes) -> str:
         cache = (res.get("cache") or {}).get("name", "cache")
         why = f"{res.get('text')}: no share of the DRAM ceiling"
         return f"{where} {cache} {notes.ref(why)}"
-    over = r.notes.extra.get("over_ceiling") if r.notes else None
-    if over:
-        return f"{value_or(r.pct_of_peak):.1f}%* {notes.ref(over)}"
+    extra = r.notes.extra if r.notes else {}
+    if extra.get("over_ceiling"):
+        return f"{value_or(r.pct_of_peak):.1f}%* {notes.ref(extra['over_ceiling'])}"
+    if extra.get("at_ceiling"):
+        return f"~100% {notes.ref(extra['at_ceiling'])}"
     return _short(_pct_cell(r), notes)
 
 

@@ -101,13 +101,25 @@ def peak_measured(row: Row | None) -> bool | None:
     return value_or(peak.measured) if isinstance(peak, Peak) else None
 
 
-def share_html(value: float | None, measured: bool | None, title: str = "") -> Html:
-    """A % of peak for a page: ``97.2%``; above 100% never bare: flagged (``over`` class) with a
-    mark and, in the tooltip and the text, why a share can exceed the peak."""
+def at_ceiling(value: float | None, interval: list[float] | None) -> bool:
+    """Whether a share above 100% has a 99% interval reaching down to 100%: it cannot be told
+    from the ceiling it was measured against (see :func:`dsbench.suites.ceilings.at_note`)."""
+    return value is not None and value > 100.0 and bool(interval) and interval[0] <= 100.0
+
+
+def share_html(value: float | None, measured: bool | None, title: str = "",
+               interval: list[float] | None = None) -> Html:  # fmt: skip
+    """A % of peak for a page: ``97.2%``; one above 100% whose ``interval`` reaches 100%
+    ``~100%`` (the point estimate in its tooltip); otherwise above 100% never bare: flagged
+    (``over`` class) with a mark and, in the tooltip and the text, why a share can exceed the
+    peak."""
     if value is None:
         return Html("-")
     if value <= 100.0:
         return el("span", pct(value), title=title or None)
+    if at_ceiling(value, interval):
+        why = f"{pct(value)}, 99% interval reaching 100%: at the ceiling. {title}".strip()
+        return el("span", "~100%", el("span", " at the ceiling", cls="muted"), title=why)
     note = hardware.over_peak_note(measured)
     return el(
         "span",
@@ -137,6 +149,9 @@ def headlines(run: Run) -> list[str]:
             measured = peak_measured(row)
             of = "the measured peak" if measured else "peak"
             over = f" ⚠ above {'it' if measured else 'the datasheet figure'}"
+            m = (row.metrics or {}).get(share[1]) if isinstance(row.metrics, dict) else None
+            if at_ceiling(share[0], value_or(m.pct_ci99) if m is not None else None):
+                over = ": at it, within the 99% interval"
             tail = f" ({share[0]:.1f}% of {of}{over if share[0] > 100 else ''})"
         out.append(f"{name} {num(row.value)} {value_or(row.unit, '')}{tail}")
     return out

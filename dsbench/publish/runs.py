@@ -10,6 +10,7 @@ from dsbench import hardware
 from dsbench.publish import plots
 from dsbench.publish.comparisons import group_name
 from dsbench.publish.facts import (
+    at_ceiling,
     ci,
     finite,
     headlines,
@@ -173,7 +174,11 @@ def peak_notes(run: Run) -> list[Html]:
                 cls="note",
             )
         )
-    over = [r for r in rows if peak_share(r)[0] > 100]
+    over = [
+        r for r in rows
+        if peak_share(r)[0] > 100
+        and not at_ceiling(peak_share(r)[0], share_interval(r, peak_share(r)[1]))
+    ]  # fmt: skip
     if over:
         ids = ", ".join(f"{r.id} ({peak_share(r)[0]:.1f}% ⚠)" for r in over)
         out.append(
@@ -202,10 +207,12 @@ def rows_table(run: Run) -> Html:
     for row in run.rows.values():
         share = peak_share(row)
         source = value_or(row.peak.source, "") if isinstance(row.peak, Peak) else ""
-        share_cell: Any = (
-            share_html(share[0], peak_measured(row), f"{share[1]}: {source}") if share else "-"
-        )
         interval = share_interval(row, share[1]) if share else None
+        share_cell: Any = (
+            share_html(share[0], peak_measured(row), f"{share[1]}: {source}", interval)
+            if share
+            else "-"
+        )
         if interval:
             span = el("span", f" ({interval[0]:.1f}-{interval[1]:.1f})", cls="muted")
             share_cell = join([share_cell, span])

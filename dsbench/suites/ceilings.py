@@ -6,24 +6,23 @@ bandwidth moves by 2x with the neighbours' load, and a benchmark then shows 150%
 run measures the ceilings its rows need as rows of its own (see [Note: ceilings in slices]):
 
 * ``stream[kernel=...]``: STREAM's copy (c = a) and triad (a = b + s*c) over arrays four times
-  the last-level cache (and at least 64 MiB; 1 GiB on GPUs), and two in-place kernels, without
-  the write-allocate traffic a CPU adds to every stored line that was not read first: an axpy
-  (a += s*b) and an addcmul (a += s*b*c, three reads to a write). AdamW reads four streams and
-  writes three in place, so it runs faster than copy or triad as STREAM counts them; the memory
-  ceiling is the best of the four (bytes read + written, as STREAM counts). ``link_bandwidth``
-  (gloo between local ranks moves data through host memory) is the bytes copy moves per second.
+  the last-level cache (and at least 64 MiB; 1 GiB on GPUs), and in-place kernels, without the
+  write-allocate traffic a CPU adds to every stored line that was not read first: an axpy, an
+  addcmul and, on CPUs, ``update3``, AdamW's own seven streams in one C pass
+  (:mod:`dsbench.kernels.cpu_stream`). The memory ceiling is the best of them (bytes read +
+  written, as STREAM counts). ``link_bandwidth`` (gloo between local ranks moves data through
+  host memory) is the bytes copy moves per second.
 * ``matmul[dtype=...,size=...]``: a sweep of square ``a @ b`` over the gemm benchmark's sizes,
   random normal inputs rotated past the cache; the ceiling of a dtype is the best size.
 
 A ceiling is the best row's 90th percentile rate (:data:`CEILING_QUANTILE`), with its 99%
 interval; a share of peak carries the interval of the ratio (:func:`apply`). The memory ceiling
 is DRAM's, so only a row whose working set is DRAM-sized gets a share of it (a cache-resident or
-partly resident row is labelled instead, :mod:`dsbench.hardware.caches`). A share above 100% is
-not yet a bug: the ceiling kernels move 2-4 streams where AdamW moves 7, and a shared machine's
-bandwidth moves between slices, so such a row is flagged with those explanations
-(:func:`over_note`) and the run goes on. A row fails only where no healthy machine could
-produce it: its share's interval lies wholly above :data:`FAIL_SHARE` of the best ceiling, which
-means its byte or FLOP count is wrong.
+partly resident row is labelled instead, :mod:`dsbench.hardware.caches`). A share above 100%
+whose interval reaches 100% is at the ceiling (``~100%``, :func:`at_note`); one wholly above it
+is flagged with the explanations (:func:`over_note`), and the run goes on. A row fails only
+where no healthy machine could produce it: its share's interval lies wholly above
+:data:`FAIL_SHARE` of the best ceiling, which means its byte or FLOP count is wrong.
 
 These are not in :data:`dsbench.suites.BENCHMARKS`: no suite selects them, the runner adds the
 ones its rows need (:func:`needed`).
@@ -35,7 +34,7 @@ import dataclasses
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from dsbench.suites.base import Benchmark, Case, Context, Work, gbps, tflops, time_ms
+from dsbench.suites.base import Benchmark, Case, Context, Skip, Work, gbps, tflops, time_ms
 
 if TYPE_CHECKING:
     from dsbench.hardware import Profile
@@ -45,15 +44,24 @@ CEILING_MODES = ("run", "cached")
 """``run``: measure the ceilings the rows need as rows of the run (the default but for the smoke
 suite); ``cached``: divide by the cached calibration (``dsbench profiles --calibrate``)."""
 
-STREAM_KERNELS = ("copy", "triad", "axpy", "addcmul")
-STREAMS = {"copy": 2, "triad": 3, "axpy": 3, "addcmul": 4}
+STREAM_KERNELS = ("copy", "triad", "axpy", "addcmul", "update3")
+CPU_ONLY = ("update3",)
+STREAMS = {"copy": 2, "triad": 3, "axpy": 3, "addcmul": 4, "update3": 7}
 """Arrays read + written per element, as STREAM counts (no write-allocate)."""
 WHAT = {
     "copy": "c.copy_(a)",
     "triad": "torch.add(b, c, alpha=s, out=a)",
     "axpy": "a.add_(b, alpha=s) (in place: no write-allocate)",
     "addcmul": "a.addcmul_(b, c, value=s) (in place, three reads to a write)",
+    "update3": "p, m, v += s*g in one C pass on torch's threads (AdamW's traffic: four reads, "
+    "three written in place)",
 }
+
+
+def stream_kernels(ctx: Context) -> tuple[str, ...]:
+    """The stream kernels a run on ``ctx``'s device measures: all on a CPU, all but
+    :data:`CPU_ONLY` on a GPU."""
+    return tuple(k for k in STREAM_KERNELS if not (ctx.gpu and k in CPU_ONLY))
 
 
 def stream_bytes(ctx: Context) -> int:
@@ -66,10 +74,10 @@ def stream_bytes(ctx: Context) -> int:
 
 
 def _stream_grid(suite: str, ctx: Context) -> dict[str, list]:
-    return {"kernel": list(STREAM_KERNELS)}
+    return {"kernel": list(stream_kernels(ctx))}
 
 
-ARRAYS = {"copy": 2, "triad": 3, "axpy": 2, "addcmul": 3}
+ARRAYS = {"copy": 2, "triad": 3, "axpy": 2, "addcmul": 3, "update3": 4}
 """Distinct arrays each kernel touches: its working set is this many arrays."""
 
 
@@ -83,6 +91,8 @@ def _stream_setup(params: dict, ctx: Context) -> Case:
 
     n = stream_bytes(ctx) // 4
     kernel = params["kernel"]
+    if kernel == "update3":
+        return _update3_setup(n, ctx)
     a = torch.ones(n, device=ctx.torch_device)  # written, so every page is faulted in now
     b = torch.ones(n, device=ctx.torch_device) if kernel != "copy" else None
     c = torch.ones(n, device=ctx.torch_device) if kernel != "axpy" else None
@@ -96,10 +106,31 @@ def _stream_setup(params: dict, ctx: Context) -> Case:
     return Case(fn=fn, work=_stream_work(params, ctx), notes=notes)
 
 
+def _update3_setup(n: int, ctx: Context) -> Case:
+    import torch
+
+    from dsbench.kernels import cpu_stream
+
+    if ctx.gpu:
+        raise Skip("update3 is a CPU kernel (a GPU has no write-allocate to avoid)")
+    why = cpu_stream.why_not()
+    if why is not None:
+        raise Skip(f"update3 needs its C build: {why}")
+    p, m, v, g = (torch.ones(n) for _ in range(4))  # written, so every page is faulted in now
+    threads = torch.get_num_threads()
+    notes = {"what": WHAT["update3"], "array_bytes": n * 4, "threads": threads}
+    return Case(
+        fn=lambda: cpu_stream.update3(p, m, v, g, 1e-9, threads),
+        work=_stream_work({"kernel": "update3"}, ctx),
+        notes=notes,
+    )
+
+
 STREAM = Benchmark(
     name="stream",
-    description="memory bandwidth ceiling: STREAM copy and triad, an in-place axpy and an "
-    "in-place addcmul over arrays four times the last-level cache",
+    description="memory bandwidth ceiling: STREAM copy and triad, an in-place axpy and "
+    "addcmul, and on CPUs AdamW's access pattern in C, over arrays four times the last-level "
+    "cache",
     grid=_stream_grid,
     setup=_stream_setup,
     work_of=_stream_work,
@@ -186,7 +217,7 @@ def needed(kinds: Iterable[str], profile: Profile, suite: str, ctx: Context) -> 
         elif dtype not in dtypes:
             dtypes.append(dtype)
     if stream:
-        out += [(STREAM, {"kernel": k}) for k in STREAM_KERNELS]
+        out += [(STREAM, {"kernel": k}) for k in stream_kernels(ctx)]
     for dtype in dtypes:
         out += [(MATMUL, {"dtype": dtype, "size": n}) for n in matmul_sizes(suite, ctx)]
     return out
@@ -290,14 +321,23 @@ def above_message(row: Row, metric: str, pct_low: float, c: Ceiling, kind: str) 
     )
 
 
+def at_note(pct: float, ci: list[float], c: Ceiling, kind: str) -> str:
+    """A row whose share's point estimate passes 100% of this run's ceiling but whose 99%
+    interval reaches down to 100%: the two measurements cannot tell it from the ceiling."""
+    return (
+        f"{pct:.1f}% of this run's {kind} ceiling ({c.row}), 99% interval {ci[0]:.1f}-"
+        f"{ci[1]:.1f}%: at the ceiling, within the two measurements' spread"
+    )
+
+
 def over_note(pct: float, c: Ceiling, kind: str) -> str:
-    """Why a row's share of this run's ceiling can exceed 100% without a bug, for one that does
-    (below :data:`FAIL_SHARE`)."""
+    """Why a row's share of this run's ceiling can lie wholly above 100% without a bug, for one
+    that does (below :data:`FAIL_SHARE`)."""
     if _dtype_of(kind) is None:
         why = (
-            "the ceiling kernels move 2-4 streams and this case more (AdamW: 7), which a "
-            "memory system can serve faster; a shared machine's bandwidth moves between the "
-            "ceiling's slices"
+            "a shared machine's bandwidth moves between the ceiling's slices; where no "
+            "ceiling kernel moves this case's mix of streams (AdamW's update3 runs on CPUs "
+            "only), a memory system can serve that mix faster"
         )
     else:
         why = "the matmul ceiling's sizes differ from this case's; clocks moved between slices"
@@ -317,7 +357,9 @@ def _dram_share(row: Row) -> bool:
 def apply(rows: list[Row], ceilings: dict[str, Ceiling], profile: Profile) -> list[Row]:
     """Rows with every share of a measured peak against this run's ceiling, with its interval
     (``pct_ci99``, from the row's and the ceiling's 99% intervals), but for a cache-resident
-    row's memory share; a row above 100% is flagged (``notes.over_ceiling``, :func:`over_note`);
+    row's memory share; a row above 100% whose interval reaches 100% is at the ceiling
+    (``notes.at_ceiling``, :func:`at_note`), one wholly above it is flagged
+    (``notes.over_ceiling``, :func:`over_note`);
     one whose share lies wholly above :data:`FAIL_SHARE` fails with both figures
     (:func:`above_message`)."""
     from dsbench.records import OK, UNSET, Notes, Peak
@@ -344,12 +386,13 @@ def apply(rows: list[Row], ceilings: dict[str, Ceiling], profile: Profile) -> li
             if ci[0] > FAIL_SHARE and failure is None:
                 failure = above_message(row, name, ci[0], c, kind)
             elif pct > 100.0 and name == row.metric:
-                over = over_note(pct, c, kind)
+                over = ("over_ceiling", over_note(pct, c, kind)) if ci[0] > 100.0 else (
+                    "at_ceiling", at_note(pct, ci, c, kind))  # fmt: skip
         primary = metrics.get(row.metric) if isinstance(row.metric, str) else None
         new = dataclasses.replace(row, metrics=metrics)
         if over is not None:
             base = row.notes if isinstance(row.notes, Notes) else Notes()
-            notes = dataclasses.replace(base, extra={**base.extra, "over_ceiling": over})
+            notes = dataclasses.replace(base, extra={**base.extra, over[0]: over[1]})
             new = dataclasses.replace(new, notes=notes)
         if primary is not None and isinstance(primary.peak, Peak):
             new = dataclasses.replace(new, pct_of_peak=primary.pct_of_peak, peak=primary.peak)
