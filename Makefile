@@ -146,7 +146,7 @@ bench: $(STAMP)
 	$(BIN)/dsbench run --suite full
 
 # On a GPU box, offline (make gpu-check OUT=DIR): every GPU number in under 8 minutes into one
-# folder of at most 8 files (dsbench/gpucheck.py). It runs from this checkout with the Python that
+# folder of at most 8 files (dsbench/gpu/check.py). It runs from this checkout with the Python that
 # has torch; nothing is installed, except DeepSpeed from a .wheels/ wheel (make wheels) when one
 # is there, apart under .dsbench/envs/.
 OUT ?=
@@ -177,11 +177,11 @@ gpu-check-rehearsal:
 
 # The power of `dsbench ab` on this machine: a throwaway commit slowing AdamW (1M, 4M, 16M) by 10%
 # against its parent with ab's default flags (block rounds until decided, at most 10 minutes):
-# whether every row is called worse, and the minutes to that verdict (dsbench/power.py); a result,
+# whether every row is called worse, and the minutes to that verdict (benchmarks/ab_sensitivity.py); a result,
 # not a pass/fail. Others: POWER_ARGS="--slowdowns 0,0.02,0.1,0.2 --launches --rounds 6".
 POWER_ARGS ?= --slowdowns 0.1 --target adamw
 bench-power: $(STAMP)
-	$(BIN)/python -m dsbench.power $(POWER_ARGS)
+	$(BIN)/python -m benchmarks.ab_sensitivity $(POWER_ARGS)
 
 # The readers under hypothesis for longer: 10,000 examples a target, random (make test: 300,
 # derandomized); the examples each target ran are printed at the end.

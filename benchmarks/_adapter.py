@@ -1,7 +1,7 @@
 """Turn dsbench benchmark definitions into asv benchmark classes (nothing is defined twice).
 
 For a definition ``b`` this makes a class named ``b.name`` in CamelCase (``train_step`` ->
-``TrainStep``; :mod:`dsbench.asv_results` maps asv's results back by that name) with asv's
+``TrainStep``; :mod:`dsbench.results.asv` maps asv's results back by that name) with asv's
 ``params``/``param_names`` from ``b.cases(suite, ctx)`` (suite from $DSBENCH_ASV_SUITE, default
 ``quick``) and:
 
@@ -34,8 +34,8 @@ def _setting():
     """(ctx, profile) for this process: the detected device, as ``dsbench run`` does it."""
     import torch
 
-    from dsbench import runner
     from dsbench.envinfo import collect_env
+    from dsbench.measure import runner
 
     env = collect_env("cuda" if torch.cuda.is_available() else "cpu", telemetry=False)
     ctx = runner.context_for(env, os.environ.get("DSBENCH_ASV_SUITE", "quick"))
@@ -71,7 +71,7 @@ def asv_class(bench: Benchmark) -> type:
             raise NotImplementedError(str(exc)) from None
 
     def measured_row(self, *args) -> Row:
-        from dsbench import runner
+        from dsbench.measure import runner
 
         ctx_, profile = _setting()
         config = runner.TIMING[timing_suite(bench, ctx_.suite)]
@@ -81,7 +81,7 @@ def asv_class(bench: Benchmark) -> type:
             runner.run_distributed(bench, [params], ctx_, profile, config, rows.append)
             row = rows[0]
         else:
-            from dsbench.timing import measure
+            from dsbench.measure.timing import measure
 
             m = measure(self.case.fn, device=ctx_.torch_device, args=self.case.args, config=config)
             row = runner.ok_row(bench, params, self.case, m, profile)

@@ -6,7 +6,7 @@ A fused AdamW step moves those seven streams. torch's own in-place kernels write
 writes at another rate: on a 2-vCPU EPYC VM a fused AdamW over 256 MiB of state ran 3-5% above
 torch's axpy, so a ceiling of torch kernels alone put a healthy AdamW above 100% of it. This
 kernel does AdamW's traffic with none of its arithmetic, so AdamW's share of it is what the
-memory system allows (dsbench/decisions.md, "A memory ceiling with AdamW's access pattern").
+memory system allows (docs/decisions.md, "A memory ceiling with AdamW's access pattern").
 
 It runs on ``threads`` threads of OpenMP's pool: in a process that imported torch, the pool of
 torch's own kernels (the suite passes ``torch.get_num_threads()``). Threads of its own competed

@@ -314,7 +314,7 @@ class _Pipeline:
     # (one parity for n = 2) in the accumulator dtype, plus ``depth`` in the input dtype for step
     # 0 when the two differ: depth * chunk_bytes for n = 2, 2 * depth * chunk_bytes for fp32 and
     # 5 * depth * chunk_bytes for fp16/bf16 with fp32 partials (defaults: 8, 16, 40 MiB). A fresh
-    # segment-sized buffer per call costs page faults on CPUs (dsbench/decisions.md, "The ring's
+    # segment-sized buffer per call costs page faults on CPUs (docs/decisions.md, "The ring's
     # fixed workspace").
     def reduce_buffers(self, fp32_partials: bool) -> None:
         """The partial-sum slots and the ``reduce_add`` implementation."""

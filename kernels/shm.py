@@ -5,7 +5,7 @@ Registers the ``shm`` implementation of ``allreduce``, ``reduce_scatter`` and ``
 that the collectives read where they are: :func:`symmetric_zeros`, :func:`replicated_zeros`,
 :func:`fence` ([Note: zero-copy buffers]); :func:`release_workspaces` forgets them. On a CPU
 node gloo moves every byte through loopback TCP, the kernel copying it into a socket buffer and
-out again (dsbench/decisions.md, "Shared-memory collectives"). Ranks on one host can instead read
+out again (docs/decisions.md, "Shared-memory collectives"). Ranks on one host can instead read
 each other's data directly from memory they all map, which is what DeepSpeed's CPU accelerator
 does for its inference all-reduce (``deepspeed/csrc/cpu/comm/shm.cpp``) and what NCCL's SHM
 transport does between processes of one node.
@@ -37,7 +37,6 @@ import time
 import uuid
 from typing import TYPE_CHECKING, ClassVar
 
-from dsbench import host
 from dsbench.kernels.collective_common import (
     check_pair,
     check_reducible,
@@ -47,6 +46,7 @@ from dsbench.kernels.collective_common import (
     split,
 )
 from dsbench.kernels.registry import Impl, register
+from dsbench.procs import host
 
 if TYPE_CHECKING:
     import torch
@@ -63,7 +63,7 @@ _FLAG_BARRIER = platform.machine().lower() in ("x86_64", "amd64")
 _SPIN = 20
 """Checks of the counters (2-3 microseconds each) before a waiting rank starts sleeping. More
 checks make an isolated all-reduce faster but training steps no faster, so the cheaper wait
-stays (dsbench/decisions.md, "Shared-memory collectives")."""
+stays (docs/decisions.md, "Shared-memory collectives")."""
 _NAP_S = 5e-5
 """How long a waiting rank sleeps between later checks: it gives the core to the rank it waits
 for and the GIL to its own main thread (a thread that kept checking would take the GIL back at

@@ -4,7 +4,7 @@ A reduce-scatter's output is where the engine lands it: divided by the world siz
 over ranks) and written into, or added to, the rank's fp32 gradient shard; at the step's last
 reduction the optimizer step then reads that shard once more for the gradient norm's
 square-sum. As separate torch passes that is two to four passes over the shard;
-:func:`sum_into` does each in one pass through ``csrc/shm_sum.c`` (timings: dsbench/decisions.md,
+:func:`sum_into` does each in one pass through ``csrc/shm_sum.c`` (timings: docs/decisions.md,
 "The shm sum with the landing fused in"). Every fp32 operation is the one the separate passes apply,
 in the same order, so the shard's bits are the same (``tests/test_shm_sum.py``); the square-sum
 is accumulated in fp64 in another order than ``torch.dot``'s, which can move the fp64 value in

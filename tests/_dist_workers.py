@@ -5,7 +5,7 @@ import time
 import torch
 import torch.distributed as dist
 
-from dsbench.timing import TimingConfig, measure
+from dsbench.measure.timing import TimingConfig, measure
 
 
 def time_allreduce(payload, *, device, send):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from dsbench import runner
+from dsbench.measure import runner
 from dsbench.suites.base import Benchmark, Case, Metric, Work
 
 SETUPS: list[str] = []

@@ -169,7 +169,7 @@ def check_shm(payload, *, device, send):
 
 def allgather_in_place(payload, *, device, send):
     """Every CPU all-gather of the registry, with its input a view of its own output (the rank's
-    slice, as ZeroEngine._publish_params passes it): ``{impl: True if every rank got the whole
+    slice, as ZeroEngine.publish_params passes it): ``{impl: True if every rank got the whole
     gathered tensor, else what differed}``."""
     import torch.distributed as dist
 

@@ -10,10 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dsbench import ab, power, results, sequential
+from benchmarks import ab_sensitivity as power
+from dsbench import ab, results
 from dsbench.cli import main
 from dsbench.errors import UsageError
-from dsbench.stats import centre
+from dsbench.stats import centre, sequential
 from tests.conftest import FIXTURE_RESULTS, make_doc, make_row
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -150,9 +151,10 @@ def test_an_ab_of_two_commits_calls_a_counted_slowdown_worse(tmp_path):
     """`dsbench ab --launches` until decided end to end over two commits of a throwaway clone:
     worktrees, alternating launches, a look after each pair of rounds, merged files, compare's
     verdict. The contender's AdamW step costs 20% more on the timing core's clock, which counts
-    instead of measuring (dsbench.power's counted hook), so the verdict depends on the machinery
-    alone: worse at 1/1.2, decided at the first look (3 rounds a side). What real launches of a
-    real slowdown give on a machine is a benchmark: `make bench-power` (dsbench/power.py)."""
+    instead of measuring (benchmarks.ab_sensitivity's counted hook), so the verdict depends on
+    the machinery alone: worse at 1/1.2, decided at the first look (3 rounds a side). What real
+    launches of a real slowdown give on a machine is a benchmark: `make bench-power`
+    (benchmarks/ab_sensitivity.py)."""
     repo = power.make_commits(ROOT, tmp_path, [0.2], counted=True)
     out = tmp_path / "twenty"
     out.mkdir()
@@ -452,7 +454,7 @@ def test_an_interrupted_ab_lets_the_rounds_process_finish_its_file(tmp_path):
     import threading
     import time
 
-    from dsbench.interrupts import Interrupted, signals_raise
+    from dsbench.procs.interrupts import Interrupted, signals_raise
 
     marker = tmp_path / "partial.json"
     child = tmp_path / "round.sh"

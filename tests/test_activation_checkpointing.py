@@ -7,11 +7,11 @@ import dataclasses
 import pytest
 import torch
 
-from dsbench.distributed import spawn_ranks
 from dsbench.engines.deepspeed import deepspeed_version
 from dsbench.errors import UsageError
 from dsbench.models import get_model
 from dsbench.models.checkpointing import checkpoint_blocks
+from dsbench.procs.distributed import spawn_ranks
 from dsbench.zero.config import ConfigError, load_config
 from tests.test_offload import _config
 

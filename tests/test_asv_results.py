@@ -6,8 +6,9 @@ import math
 
 import pytest
 
-from dsbench import asv_results, compare, results
+from dsbench import compare, results
 from dsbench.cli import main
+from dsbench.results import asv as asv_results
 from tests.conftest import make_doc, make_row, write_json
 
 COMMIT = "e5318373aabbccddeeff00112233445566778899"

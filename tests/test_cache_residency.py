@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from dsbench import runner
 from dsbench.envinfo.report import format_env
 from dsbench.hardware import ProfileError, get_profile, load_profile_file
 from dsbench.hardware.caches import (
@@ -25,11 +24,12 @@ from dsbench.hardware.caches import (
     last_level,
     residency,
 )
+from dsbench.measure import runner
+from dsbench.measure.timing import Measurement, device_cache_levels
 from dsbench.stats import summarize
 from dsbench.suites import ceilings
 from dsbench.suites.base import Benchmark, Case, Context, Work, gbps
 from dsbench.suites.optim import ADAMW, ADAMW_STATE_BYTES_PER_PARAM
-from dsbench.timing import Measurement, device_cache_levels
 
 MiB = 2**20
 CPU_LLCS = [2 * MiB, 32 * MiB, 105 * MiB, 768 * MiB]

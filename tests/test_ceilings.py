@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from dsbench import ab, results, runner, suites
+from dsbench import ab, results, suites
 from dsbench.cli import main
 from dsbench.errors import UsageError
 from dsbench.hardware.ceilings import _age_text
+from dsbench.measure import runner
 from dsbench.publish.runs import peak_notes, rows_table
 from dsbench.stats import quantile_ci
 from dsbench.suites.base import Benchmark, Case, Work, gbps

@@ -7,8 +7,8 @@ summation order differs (bucketing, reduce-scatter vs all-reduce), a few ulps pe
 
 import pytest
 
-from dsbench.distributed import spawn_ranks
 from dsbench.engines.deepspeed import deepspeed_version
+from dsbench.procs.distributed import spawn_ranks
 
 pytestmark = [
     pytest.mark.slow,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from dsbench.distributed import RankFailure, spawn_ranks
+from dsbench.procs.distributed import RankFailure, spawn_ranks
 
 pytestmark = pytest.mark.slow
 

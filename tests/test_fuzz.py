@@ -197,7 +197,7 @@ def test_ds_config(workdir, doc, kind, args):
 def test_train_config_cli(workdir, monkeypatch, doc, nproc):
     """``dsbench train --config FILE``: a config that loads starts its ranks (here a stub that
     returns at once), any other exits 2 with one line."""
-    monkeypatch.setattr("dsbench.distributed.spawn_ranks", lambda *args, **kwargs: None)
+    monkeypatch.setattr("dsbench.procs.distributed.spawn_ranks", lambda *args, **kwargs: None)
     path, files = _config_source(doc, "file", workdir)
     argv = ["train", "--config", str(path), "--model", "mlp", "--nproc", str(nproc), "--steps", "2"]
     _cli("dsbench train --config", argv, files)

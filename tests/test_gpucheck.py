@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from dsbench import gpucheck
 from dsbench.cli import main
+from dsbench.gpu import check as gpucheck
 
 
 def _plan(tmp_path, device="cpu"):

@@ -1,4 +1,4 @@
-"""Hostile machines, simulated through the functions that read each fact (dsbench/host.py): a
+"""Hostile machines, simulated through the functions that read each fact (dsbench/procs/host.py): a
 64 MiB /dev/shm, one core, a read-only results folder, a HOME that cannot be written, an ASCII
 terminal, no python3.12, a source tree without git. Each gets one line, and what else the run
 plans still runs."""
@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from dsbench import host, results
+from dsbench import results
 from dsbench.cli import run as run_cli
 from dsbench.errors import UsageError
+from dsbench.procs import host
 from dsbench.suites import BENCHMARKS, Context, Skip, comm
 
 MiB = 1024**2
@@ -73,7 +74,7 @@ def test_ranks_sharing_one_core_are_one_line(monkeypatch):
     assert host.shared_cores(2) == "2 ranks share 1 core"
     assert host.shared_cores(1) is None
     ctx = Context(suite="smoke")
-    from dsbench.runner import plan
+    from dsbench.measure.runner import plan
 
     lines = run_cli.host_lines(plan("smoke", ctx), ctx)
     assert [line for line in lines if "core" in line] == [

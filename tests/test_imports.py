@@ -1,16 +1,19 @@
-"""One import direction, checked on the source (every import, module level or inside functions):
+"""One import direction, checked on the source (every import, module level or inside functions),
+module by module where a package holds parts of several layers:
 
-    bottom      errors, records, interrupts, faults, stats, hardware, memory, values, sequential,
-                host
+    bottom      errors, records, stats, hardware, procs.interrupts, procs.faults, procs.host,
+                measure.memory
     kernels     dsbench.kernels.*  (kernels/ in the repository)
-    compute     distributed, models, zero
-    workloads   engines, timing, train_loop, suites, soak
-    runner      runner, ab, envinfo, verify_gpu, power, gpucheck, gpucheck_ceilings
-    results     results, asv_results, compare  (read JSON: the bottom and each other only)
+    compute     procs.distributed, models, zero
+    workloads   engines, measure.timing, suites, soak
+    runner      measure.runner, ab, sweep, envinfo, gpu
+    results     results, compare  (read JSON: the bottom and each other only)
     top         publish, cli, __main__
 
 A module may import its own layer and the layers below it; the results layer only the bottom
-and itself; no two parts import each other.
+and itself; no two parts import each other (two modules of one package are two parts where the
+package is split between layers). A package that only groups parts (measure, procs) has an
+``__init__`` that imports nothing.
 """
 
 import ast
@@ -25,39 +28,36 @@ LAYERS = {
     "bottom": [
         "errors",
         "records",
-        "interrupts",
-        "faults",
         "stats",
         "hardware",
-        "memory",
-        "values",
-        "sequential",
-        "host",
+        "procs.interrupts",
+        "procs.faults",
+        "procs.host",
+        "measure.memory",
     ],
     "kernels": ["kernels"],
-    "compute": ["distributed", "models", "zero"],
-    "workloads": ["engines", "timing", "train_loop", "suites", "soak"],
-    "runner": [
-        "runner",
-        "ab",
-        "sweep",
-        "envinfo",
-        "verify_gpu",
-        "power",
-        "gpucheck",
-        "gpucheck_ceilings",
-    ],
-    "results": ["results", "asv_results", "compare"],
+    "compute": ["procs.distributed", "models", "zero"],
+    "workloads": ["engines", "measure.timing", "suites", "soak"],
+    "runner": ["measure.runner", "ab", "sweep", "envinfo", "gpu"],
+    "results": ["results", "compare"],
     "top": ["publish", "cli", "__main__"],
 }
 ORDER = ["bottom", "kernels", "compute", "workloads", "runner", "top"]
 LAYER_OF = {name: layer for layer, names in LAYERS.items() for name in names}
+GROUPS = {"measure", "procs"}
+"""Packages that only group parts of several layers: their ``__init__`` imports nothing."""
 
 
 def _unit(module: str) -> str:
-    """``dsbench.zero.engine`` -> ``zero``; ``dsbench.kernels.ring`` -> ``kernels``."""
-    parts = module.split(".")
-    return parts[1] if len(parts) > 1 else "__init__"
+    """``dsbench.zero.engine`` -> ``zero``; ``dsbench.kernels.ring`` -> ``kernels``;
+    ``dsbench.measure.timing`` -> ``measure.timing``: the longest name in LAYERS (or a group)
+    that the module is or lies under."""
+    parts = module.split(".")[1:]
+    for n in range(len(parts), 0, -1):
+        name = ".".join(parts[:n])
+        if name in LAYER_OF or name in GROUPS:
+            return name
+    return parts[0] if parts else "__init__"
 
 
 def _module_of(path: Path) -> str:
@@ -68,6 +68,15 @@ def _module_of(path: Path) -> str:
     if parts[-1] == "__init__":
         parts = parts[:-1]
     return ".".join(parts)
+
+
+def _is_module(name: str) -> bool:
+    """Whether the dotted ``name`` is a module or package of dsbench (kernels/ included)."""
+    parts = name.split(".")[1:]
+    top = ROOT / "kernels" if parts[:1] == ["kernels"] else ROOT / "dsbench"
+    rel = parts[1:] if parts[:1] == ["kernels"] else parts
+    return bool(rel) and (top.joinpath(*rel).with_suffix(".py").is_file()
+                          or top.joinpath(*rel, "__init__.py").is_file())  # fmt: skip
 
 
 def _imports(path: Path) -> set[str]:
@@ -86,8 +95,11 @@ def _imports(path: Path) -> set[str]:
                 target = node.module or ""
             if target == "dsbench":  # from dsbench import results, ...
                 out |= {f"dsbench.{a.name}" for a in node.names}
-            elif target.startswith("dsbench."):
-                out.add(target)
+            elif target.startswith("dsbench."):  # from dsbench.procs import host: the module
+                subs = [
+                    f"{target}.{a.name}" for a in node.names if _is_module(f"{target}.{a.name}")
+                ]
+                out |= set(subs) if subs else {target}
     return out
 
 
@@ -106,7 +118,7 @@ def _edges() -> set[tuple[str, str]]:
 
 
 def _points_up(importer: str, imported: str) -> bool:
-    a = LAYER_OF.get(importer.split(".")[0])
+    a = LAYER_OF.get(importer)
     b = LAYER_OF.get(imported)
     assert a and b, f"{importer} or {imported} is in no layer: add it to LAYERS"
     if a == "results":
@@ -117,9 +129,14 @@ def _points_up(importer: str, imported: str) -> bool:
 
 
 def test_every_module_is_in_a_layer():
-    names = {_unit(_module_of(p)) for p in ROOT.joinpath("dsbench").glob("*")
-             if p.suffix == ".py" or (p.is_dir() and (p / "__init__.py").exists())}  # fmt: skip
-    assert names - {"__init__"} <= set(LAYER_OF), names - set(LAYER_OF)
+    names = {_unit(_module_of(p)) for p in ROOT.joinpath("dsbench").rglob("*.py")}
+    assert names - {"__init__"} - GROUPS <= set(LAYER_OF), names - set(LAYER_OF) - GROUPS
+
+
+def test_group_packages_import_nothing():
+    for group in GROUPS:
+        init = ROOT / "dsbench" / group / "__init__.py"
+        assert _imports(init) == set(), f"{init}: a group package's __init__ imports nothing"
 
 
 def test_no_import_points_up():

@@ -58,12 +58,12 @@ def test_the_check_tells_a_definition_from_a_citation():
     assert not DEFINITION.match("(see [Note: drift over a long run]). Verdict")
 
 
-LEDGER = ROOT / "dsbench" / "decisions.md"
-CITED_ENTRY = re.compile(r'dsbench/decisions\.md,\s*(?:#\s*)?"([^"]+)"')
+LEDGER = ROOT / "docs" / "decisions.md"
+CITED_ENTRY = re.compile(r'docs/decisions\.md,\s*(?:#\s*)?"([^"]+)"')
 
 
 def test_every_entry_cited_from_the_code_is_in_the_ledger():
-    """Code points to the ledger of measurements as ``dsbench/decisions.md, "Entry"``; each such
+    """Code points to the ledger of measurements as ``docs/decisions.md, "Entry"``; each such
     entry is a ``## `` heading there, and each entry names the code it belongs to."""
     text = LEDGER.read_text()
     entries = re.findall(r"^## (.+)$", text, re.M)

@@ -13,9 +13,9 @@ import copy
 import pytest
 import torch
 
-from dsbench.distributed import spawn_ranks
 from dsbench.engines import zero_settings
 from dsbench.engines.deepspeed import deepspeed_version
+from dsbench.procs.distributed import spawn_ranks
 from dsbench.zero.config import ConfigError, load_config
 from tests.test_deepspeed_parity import RTOL
 from tests.test_deepspeed_parity import _config as parity_config

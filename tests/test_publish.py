@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from dsbench import asv_results, compare, results
+from dsbench import compare, results
 from dsbench.cli import main
 from dsbench.publish import comparisons, site
+from dsbench.results import asv as asv_results
 from tests._soak_files import soak_results, write_soak
 from tests.conftest import FIXTURE_RESULTS, REPO, SHIPPED_CLAIMS, make_doc, make_row, write_json
 

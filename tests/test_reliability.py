@@ -4,7 +4,7 @@ same losses; a kill at any point of a checkpoint save leaves the previous checkp
 a damaged checkpoint is a one-line error naming the file; ``dsbench run`` stopped by SIGTERM
 keeps the benchmarks that finished and leaves nothing behind.
 
-Faults come from ``$DSBENCH_FAULT`` (:mod:`dsbench.faults`): a rank SIGKILLs itself at a named
+Faults come from ``$DSBENCH_FAULT`` (:mod:`dsbench.procs.faults`): a rank SIGKILLs itself at a named
 point, which is what an external ``kill -9`` or the OOM killer does to it."""
 
 import json
@@ -19,10 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from dsbench import faults, results
+from dsbench import results
 from dsbench.cli import main
-from dsbench.distributed import _failure_message
 from dsbench.errors import UsageError
+from dsbench.procs import faults
+from dsbench.procs.distributed import _failure_message
 from dsbench.zero.checkpoint import consolidate, read_meta, verify
 from tests.conftest import make_doc, make_row
 
@@ -141,7 +142,8 @@ def _children(pid: int) -> dict[int, str]:
 
 def _ranks(pid: int) -> list[int]:
     """The ranks launcher ``pid`` runs: its forkserver's children ([Note: ranks forked from a
-    server] in dsbench/distributed.py), or its spawned children where there is no forkserver."""
+    server] in dsbench/procs/distributed.py), or its spawned children where there is no
+    forkserver."""
     children = _children(pid)
     servers = [p for p, cmd in children.items() if "forkserver" in cmd]
     if servers:

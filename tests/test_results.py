@@ -146,9 +146,9 @@ def test_new_runs_are_written_as_v3_with_their_source(tmp_path):
 def test_runner_writes_the_current_schema_and_source():
     from datetime import UTC, datetime
 
-    from dsbench import hardware, runner
+    from dsbench import hardware
 
-    record = runner.new_run_doc(
+    record = results.new_run_doc(
         suite="smoke",
         label=None,
         env={},

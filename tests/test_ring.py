@@ -10,8 +10,8 @@ u·|sum| + n·2^-24·Σ|x_i|.
 
 import pytest
 
-from dsbench.distributed import spawn_ranks
 from dsbench.kernels import registry, ring
+from dsbench.procs.distributed import spawn_ranks
 
 pytestmark = pytest.mark.slow
 

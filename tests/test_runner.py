@@ -4,8 +4,9 @@ import json
 
 import pytest
 
-from dsbench import runner, suites
+from dsbench import suites
 from dsbench.cli import main
+from dsbench.measure import runner
 from dsbench.suites.base import Benchmark, Case, Metric, Skip, Work
 
 
@@ -98,10 +99,10 @@ def test_interleaved_groups_pair_cases_that_differ_only_in_the_interleaved_param
 def test_interleaved_cases_alternate_in_rounds_and_pool_their_samples():
     """Two sides of each case are set up a b, b a, a b (fresh setup per round), every rank does
     the same, and each row pools the rounds' samples and says how many rounds it had."""
-    from dsbench.distributed import spawn_ranks
     from dsbench.hardware import get_profile
+    from dsbench.measure.timing import TimingConfig
+    from dsbench.procs.distributed import spawn_ranks
     from dsbench.suites.base import Context
-    from dsbench.timing import TimingConfig
 
     cases = [
         {"side": s, "size": n, "ranks": 2} for n in (8, 16) for s in ("a", "b")
@@ -146,7 +147,7 @@ def test_interleaved_cases_alternate_in_rounds_and_pool_their_samples():
 def test_memory_pass_measures_one_case_in_fresh_ranks():
     """The fresh-process memory pass sets one case up on new ranks, runs it and sends the
     largest rank's peak and what the case added (rank 0 only)."""
-    from dsbench.distributed import spawn_ranks
+    from dsbench.procs.distributed import spawn_ranks
     from dsbench.suites.base import Context
 
     got = []

@@ -270,7 +270,7 @@ def test_engine_trains_with_deepspeeds_schedules():
     """dsbench's engine (ZeRO-1 and ZeRO-3, 2 gloo ranks) with each schedule ends where a
     single-process torch AdamW driven by DeepSpeed's scheduler class ends (OneCycle: also its
     β1 cycle and β2 = 0.99), within the engine tests' fp32 tolerance."""
-    from dsbench.distributed import spawn_ranks
+    from dsbench.procs.distributed import spawn_ranks
 
     cases, schedulers = [], []
     for name, params in ENGINE_CASES:

@@ -1,4 +1,4 @@
-"""Rounds until the data decide (dsbench/sequential.py): the error rate spent over the looks,
+"""Rounds until the data decide (dsbench/stats/sequential.py): the error rate spent over the looks,
 A/A pairs judged at every look stay at or under 1% better/worse, a large change stops early,
 the rounds an inconclusive row would need, and Kalibera & Jones's repetitions per launch."""
 
@@ -7,8 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from dsbench import sequential
-from dsbench.stats import judge
+from dsbench.stats import judge, sequential
 
 
 @pytest.mark.parametrize("kind", sequential.SPENDING)

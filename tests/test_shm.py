@@ -7,8 +7,8 @@ no workspace file is left in /dev/shm.
 
 import pytest
 
-from dsbench.distributed import spawn_ranks
 from dsbench.kernels import registry, shm
+from dsbench.procs.distributed import spawn_ranks
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,7 @@ from dsbench.zero.stage3 import Stage3
 
 
 def _stage3(device: str) -> Stage3:
-    return Stage3(types.SimpleNamespace(device=torch.device(device)))  # what _recycle reads
+    return Stage3(types.SimpleNamespace(device=torch.device(device)), parts=None)  # _recycle
 
 
 def test_an_unreferenced_buffer_is_pooled_by_size():

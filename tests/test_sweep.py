@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dsbench import ab, power, results
+from benchmarks import ab_sensitivity as power
+from dsbench import ab, results
 from dsbench.cli import main
 from dsbench.cli.sweep import plan_orders
 from dsbench.errors import UsageError

@@ -12,11 +12,12 @@ import shutil
 import pytest
 from rich.cells import cell_len
 
-from dsbench import compare, results, runner, suites
+from dsbench import compare, results, suites
 from dsbench.cli import main
 from dsbench.cli.bisect import Probe, case_filter, result_text
 from dsbench.cli.compare import build_report, print_report, terminal_text
 from dsbench.compare import terminal
+from dsbench.measure import runner
 from dsbench.suites.base import Benchmark, Case, Metric, Work
 from dsbench.sweep import report as sweep_report
 from tests.conftest import FIXTURE_RESULTS, make_doc, make_row, write_json
@@ -142,7 +143,7 @@ def test_compare_of_a_real_pair_fits_with_its_reasons_as_notes(columns, capsys):
 
 
 def results_of():
-    from dsbench import asv_results
+    from dsbench.results import asv as asv_results
 
     return asv_results.load_all_runs(str(FIXTURE_RESULTS))
 

@@ -3,12 +3,12 @@
 import pytest
 import torch
 
-import dsbench.timing as timing
-from dsbench.memory import PeakMemory
+import dsbench.measure.timing as timing
+from dsbench.measure.memory import PeakMemory
+from dsbench.measure.timing import TimingConfig, measure, rotation_count
 from dsbench.suites import BENCHMARKS, Context, case_id
 from dsbench.suites.comm import allreduce_factor, reduce_scatter_factor
 from dsbench.suites.gemm import cpu_gemm_dtype
-from dsbench.timing import TimingConfig, measure, rotation_count
 
 FAST = TimingConfig(warmup_s=0.0, min_warmup=1, min_reps=8, max_reps=30, budget_s=0.05)
 
@@ -108,7 +108,7 @@ def test_peak_host_memory_covers_an_allocation():
 
 
 def test_rotation_covers_four_times_the_cache():
-    from dsbench.timing import cpu_cache_bytes
+    from dsbench.measure.timing import cpu_cache_bytes
 
     small = 1024**2
     n = rotation_count(small, "cpu")

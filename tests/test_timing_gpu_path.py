@@ -1,4 +1,5 @@
-"""The GPU timing path of :func:`dsbench.timing.measure`, run on a CPU with a recording fake of
+"""The GPU timing path of :func:`dsbench.measure.timing.measure`, run on a CPU with a recording
+fake of
 torch.cuda's event, synchronisation and memory API (the real path runs in the ``gpu`` tests).
 
 What must hold, per repetition: the L2 flush comes before the start event, the start event
@@ -9,8 +10,8 @@ left out of the reported device peaks."""
 import pytest
 import torch
 
-import dsbench.timing as timing
-from dsbench.timing import TimingConfig, measure
+import dsbench.measure.timing as timing
+from dsbench.measure.timing import TimingConfig, measure
 
 FLUSH_BYTES = 1 << 20
 CALL_MS = 2.5

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from dsbench.distributed import free_port
+from dsbench.procs.distributed import free_port
 
 pytestmark = pytest.mark.slow
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from dsbench import runner
 from dsbench.engines.deepspeed import deepspeed_version
+from dsbench.measure import runner
 from dsbench.suites.base import Benchmark, Context, case_id
 from dsbench.suites.training import TRAINING
 
@@ -76,7 +76,7 @@ def test_dsbench_computes_the_global_norm_every_step_as_deepspeed_does():
     """DeepSpeed's ZeRO optimizers compute the global gradient norm every step with clipping
     off; dsbench's engine does too with grad_norm_every_step (the suite's setting), the same
     value, and not without it."""
-    from dsbench.distributed import spawn_ranks
+    from dsbench.procs.distributed import spawn_ranks
 
     got = {}
     spawn_ranks(
@@ -98,9 +98,9 @@ def test_dsbench_computes_the_global_norm_every_step_as_deepspeed_does():
 def test_one_group_on_two_cpu_ranks_names_what_each_engine_ran():
     """The runner's rank worker on one real group (mlp, stage 1, torch's AdamW): three rows,
     each row's notes naming that engine's own collectives and optimizer."""
-    from dsbench.distributed import spawn_ranks
     from dsbench.hardware import get_profile
-    from dsbench.timing import TimingConfig
+    from dsbench.measure.timing import TimingConfig
+    from dsbench.procs.distributed import spawn_ranks
 
     cases = [
         c
@@ -120,7 +120,7 @@ def test_one_group_on_two_cpu_ranks_names_what_each_engine_ran():
     }
     got = {}
     spawn_ranks(
-        "dsbench.runner:rank_worker",
+        "dsbench.measure.runner:rank_worker",
         2,
         payload,
         on_message=lambda rank, msg: got.__setitem__(msg[0], msg[1]),
@@ -183,8 +183,8 @@ ONE_GPU = Context(device="cuda:0", backend="cuda", suite="training", device_coun
 def test_one_gpu_trains_on_one_rank_and_skips_collectives_saying_why(monkeypatch):
     """A one-GPU box: every training and offload row asks for 1 rank and is spawned; the
     collectives need 2 and are skipped before anything is spawned."""
-    from dsbench import distributed
     from dsbench.hardware import get_profile
+    from dsbench.procs import distributed
     from dsbench.suites.comm import BENCHMARKS as COMM
 
     assert {c["ranks"] for c in TRAINING.cases("training", ONE_GPU)} == {1}
@@ -207,9 +207,9 @@ def test_one_gpu_trains_on_one_rank_and_skips_collectives_saying_why(monkeypatch
 
 
 def test_deepspeed_rows_skip_without_spawning_where_it_is_not_installed(monkeypatch):
-    from dsbench import distributed
     from dsbench.engines import deepspeed
     from dsbench.hardware import get_profile
+    from dsbench.procs import distributed
 
     spawned, rows = [], []
     monkeypatch.setattr(deepspeed, "deepspeed_version", lambda: None)

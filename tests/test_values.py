@@ -1,10 +1,11 @@
-"""dsbench.values: typed values out of parsed JSON/TOML, one-line errors with the key path."""
+"""dsbench.records.values: typed values out of parsed JSON/TOML, one-line errors with the key
+path."""
 
 import math
 
 import pytest
 
-from dsbench import values
+from dsbench.records import values
 
 
 class Bad(Exception):

@@ -49,7 +49,7 @@ def _one_check(monkeypatch):
     """verify-gpu with one fast check (adamw, torch) and one other implementation."""
     from types import SimpleNamespace
 
-    from dsbench import verify_gpu
+    from dsbench.gpu import verify as verify_gpu
 
     impl = SimpleNamespace(available=lambda device: (True, ""), load=lambda: None)
     monkeypatch.setattr(verify_gpu.registry, "names", lambda op: ["torch", "triton"])
@@ -90,9 +90,9 @@ def test_a_fault_after_the_checks_still_writes_the_result_file(monkeypatch, tmp_
     the result file holds what completed and a failed row naming the fault; exit status 1."""
     import argparse
 
-    from dsbench import runner
     from dsbench.errors import UsageError
     from dsbench.hardware import get_profile
+    from dsbench.measure import runner
 
     verify_gpu = _one_check(monkeypatch)
     run_case, cases = runner.run_case, []

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from dsbench.cli import main
-from dsbench.distributed import RankFailure, spawn_ranks
+from dsbench.procs.distributed import RankFailure, spawn_ranks
 from dsbench.zero.checkpoint import consolidate, read_meta
 from dsbench.zero.engine import ZeroSettings
 

@@ -16,7 +16,7 @@ import itertools
 import pytest
 import torch
 
-from dsbench.distributed import spawn_ranks
+from dsbench.procs.distributed import spawn_ranks
 from dsbench.zero.engine import ZeroSettings
 from dsbench.zero.loss_scaler import DynamicLossScaler
 

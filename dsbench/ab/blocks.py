@@ -50,7 +50,7 @@ MIN_BLOCK_REPS, MAX_BLOCK_REPS = 3, 200
 # are bimodal on 2 cores), so more pairs narrow it where blocks are short. ``--block-time S``
 # gives such a case as many pairs as fit in S. With S = 3 in a Python 3.11 vs 3.12 quick A/B the
 # collectives' round spread fell by about 30% but AdamW's and GEMM's rose, 13 of 42 rows decided
-# either way in 1.6 times the time (dsbench/decisions.md, "Pairs by time"): the default stays
+# either way in 1.6 times the time (docs/decisions.md, "Pairs by time"): the default stays
 # 8 pairs a case; the option suits an A/B of collectives alone.
 
 

@@ -26,7 +26,7 @@ def merge_launches(launches: list[Launch], **extra) -> RunRecord:
     """One run from the launches of one side: per benchmark, the launches'
     samples in order, ``rounds`` saying which launch (and which in-launch round) each came
     from, and ``value`` the geometric mean of the launches' medians."""
-    from dsbench.memory import max_over
+    from dsbench.measure.memory import max_over
     from dsbench.stats import centre, summarize
 
     runs = [la.run for la in launches]

@@ -94,7 +94,7 @@ def run_rounds(
     ``dsbench run`` with the suite, or ``dsbench soak``); the launches per side, each with its
     loaded result file. ``after_pair``, called once every side has run as many rounds as the
     others: None to stop there, else arguments added to the verb of the rounds to come (an
-    A/B until decided, :mod:`dsbench.sequential`; ``rounds`` None: until it says stop).
+    A/B until decided, :mod:`dsbench.stats.sequential`; ``rounds`` None: until it says stop).
     ``plan``: the side of each launch (else :func:`order`), ``names`` each side's (for files
     and progress). ``failed``: when given, a launch that writes no file, or a side's first
     launch that ran none of the cases, records why under its side, whose later launches are
@@ -158,7 +158,7 @@ STOP_GRACE_S = 60.0
 
 def run_child(argv: list[str], **kwargs) -> subprocess.CompletedProcess:
     """``subprocess.run(argv, capture_output=True, text=True)``, except that when this process
-    is interrupted (SIGINT, or SIGTERM under :func:`dsbench.interrupts.signals_raise`) the
+    is interrupted (SIGINT, or SIGTERM under :func:`dsbench.procs.interrupts.signals_raise`) the
     child gets SIGTERM and up to :data:`STOP_GRACE_S` to write its partial result file and stop
     its ranks (``subprocess.run`` would SIGKILL it), before the interrupt goes on."""
     with subprocess.Popen(

@@ -43,7 +43,7 @@ IDLE_S = 3600.0
 # [Note: ranks in turns]
 # A case that spawns ranks cannot be timed in the worker's own process, and spawning its ranks
 # for every block would time start-ups. So the worker starts a group of ranks
-# (:func:`dsbench.distributed.spawn_ranks`, as ``dsbench run`` does) that stays resident while
+# (:func:`dsbench.procs.distributed.spawn_ranks`, as ``dsbench run`` does) that stays resident while
 # consecutive cases ask for the same number of ranks, and passes them each command through a
 # ``TCPStore`` the worker holds (key ``cmd<i>``; a rank waits on the next key, idle, while the
 # other side takes its turn). All ranks set up, warm up and time a block together (the timing
@@ -81,9 +81,10 @@ def main(argv: list[str] | None = None) -> int:
         reply_to.write(json.dumps(obj) + "\n")
         reply_to.flush()
 
-    from dsbench import results, runner
+    from dsbench import results
     from dsbench.envinfo import collect_env
-    from dsbench.memory import release_freed
+    from dsbench.measure import runner
+    from dsbench.measure.memory import release_freed
 
     started = datetime.now(UTC)
     env = collect_env(runner.resolve_device(args.device))
@@ -135,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
                                                      f"not timed: {cmd['why']}")  # fmt: skip
                 reply({"ok": True})
             elif op == "finish":
-                record = runner.new_run_doc(
+                record = results.new_run_doc(
                     suite=args.suite, label=None, env=env, profile=profile,
                     rows=[rows[pid] for pid in planned if pid in rows], started=started,
                 )  # fmt: skip
@@ -172,7 +173,7 @@ class Timed:
         self.parts: list = []
 
     def setup(self, name: str, params: dict) -> dict:
-        from dsbench import runner
+        from dsbench.measure import runner
         from dsbench.suites import BENCHMARKS, Skip
 
         self.bench, self.params, self.parts = BENCHMARKS[name], params, []
@@ -194,7 +195,7 @@ class Timed:
             return {"status": "failed", "why": runner.error_text(exc)}
 
     def _measure(self, reps: int):
-        from dsbench.timing import measure
+        from dsbench.measure.timing import measure
 
         return measure(self.case.fn, device=self.ctx.torch_device, args=self.case.args,
                        config=block_config(reps), distributed=self.distributed)  # fmt: skip
@@ -205,8 +206,8 @@ class Timed:
         return {"median": m.summary.median}
 
     def done(self):
-        from dsbench import runner
-        from dsbench.timing import merge
+        from dsbench.measure import runner
+        from dsbench.measure.timing import merge
 
         row = runner.ok_row(self.bench, self.params, self.case, merge(self.parts), self.profile)
         self.drop()
@@ -236,7 +237,7 @@ class RankGroup:
         self.thread.start()
 
     def _run(self, payload: dict, device_type: str) -> None:
-        from dsbench.distributed import spawn_ranks
+        from dsbench.procs.distributed import spawn_ranks
 
         try:
             spawn_ranks("dsbench.ab.worker:rank_loop", self.nranks, payload,
@@ -250,7 +251,7 @@ class RankGroup:
         return self.thread.is_alive()
 
     def _ask(self, op: str, **cmd):
-        from dsbench.distributed import RankFailure
+        from dsbench.procs.distributed import RankFailure
 
         self.store.set(f"cmd{self.sent}", pickle.dumps({"op": op, **cmd}))
         self.sent += 1
@@ -288,7 +289,7 @@ def rank_loop(payload: dict, *, device: str, send) -> None:
     import torch.distributed as dist
     from torch.distributed import TCPStore
 
-    from dsbench.runner import quiet_renamed_collectives
+    from dsbench.measure.runner import quiet_renamed_collectives
 
     quiet_renamed_collectives()
     ctx = dataclasses.replace(
@@ -317,7 +318,7 @@ def rank_loop(payload: dict, *, device: str, send) -> None:
 
 def block_config(reps: int):
     """Exactly ``reps`` timed repetitions after the two untimed calls every measurement makes."""
-    from dsbench.timing import TimingConfig
+    from dsbench.measure.timing import TimingConfig
 
     return TimingConfig(warmup_s=0.0, min_warmup=2, min_reps=reps, max_reps=reps, budget_s=0.0,
                         target_rel_ci=0.0)  # fmt: skip

@@ -1,7 +1,7 @@
 """The ``dsbench`` command: one module per verb, each with ``add_arguments`` and ``run``.
 
 User errors (:class:`dsbench.errors.UsageError`, bad arguments) become one line on stderr and
-exit status 2. SIGINT and SIGTERM unwind as :class:`dsbench.interrupts.Interrupted` and exit
+exit status 2. SIGINT and SIGTERM unwind as :class:`dsbench.procs.interrupts.Interrupted` and exit
 130 or 143 (a verb may catch it first and keep what it finished, as ``dsbench run`` does).
 """
 
@@ -11,9 +11,9 @@ import argparse
 import importlib
 import sys
 
-from dsbench import host
 from dsbench.errors import UsageError
-from dsbench.interrupts import as_interrupted, signals_raise
+from dsbench.procs import host
+from dsbench.procs.interrupts import as_interrupted, signals_raise
 
 VERBS: dict[str, str] = {
     "run": "run benchmark suites and write a result file",

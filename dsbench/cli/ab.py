@@ -37,11 +37,12 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from dsbench import ab, compare, results, sequential
+from dsbench import ab, compare, results
 from dsbench.cli.compare import print_report
 from dsbench.compare import terminal
 from dsbench.errors import UsageError
 from dsbench.records import UNSET, ABBlock, Sequential, Timing, value_or
+from dsbench.stats import sequential
 from dsbench.suites import SUITES, check_suite
 
 DEFAULT_MAX_TIME = "10m"

@@ -9,8 +9,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dsbench import asv_results, compare, results
+from dsbench import compare, results
 from dsbench.compare import terminal
+from dsbench.results import asv as asv_results
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

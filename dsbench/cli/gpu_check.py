@@ -1,5 +1,5 @@
 """``dsbench gpu-check``: on a GPU box, every GPU number in one offline command, in order and
-under one time budget (:mod:`dsbench.gpucheck`); ``--device cpu`` rehearses it on a CPU."""
+under one time budget (:mod:`dsbench.gpu.check`); ``--device cpu`` rehearses it on a CPU."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def _device(choice: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dsbench import gpucheck
+    from dsbench.gpu import check as gpucheck
 
     if args.budget is not None and args.budget <= 0:
         raise UsageError(f"--budget {args.budget:g}: give a positive number of seconds")

@@ -14,11 +14,12 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from dsbench import compare, hardware, host, results
+from dsbench import compare, hardware, results
 from dsbench.cli.compare import terminal_text
 from dsbench.compare import terminal
 from dsbench.errors import UsageError
-from dsbench.interrupts import as_interrupted, signals_ignored
+from dsbench.procs import host
+from dsbench.procs.interrupts import as_interrupted, signals_ignored
 from dsbench.records import Interrupted, Row, RunRecord, fingerprint, value_or
 from dsbench.suites import SUITES, check_suite
 from dsbench.suites.ceilings import CEILING_MODES
@@ -212,8 +213,8 @@ def _progress(total: int, enabled: bool):
 
 
 def host_lines(planned: list, ctx) -> list[str]:
-    """What this host changes in the run, a line each (:mod:`dsbench.host`): a /dev/shm too small
-    for some shm collectives, CPU ranks that share cores."""
+    """What this host changes in the run, a line each (:mod:`dsbench.procs.host`): a /dev/shm too
+    small for some shm collectives, CPU ranks that share cores."""
     from dsbench.suites import comm
 
     collectives = {b.name for b in comm.BENCHMARKS}
@@ -239,8 +240,8 @@ def _source_line(env: dict) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dsbench import runner
     from dsbench.envinfo import collect_env
+    from dsbench.measure import runner
 
     suite = check_suite(args.suite)
     out, moved = results.writable_results_dir(args.out)
@@ -300,7 +301,7 @@ def run(args: argparse.Namespace) -> int:
             finished.get(p.id) or runner.status_row(p.bench, p.params, "interrupted", why)
             for p in planned
         ]
-    record = runner.new_run_doc(
+    record = results.new_run_doc(
         suite=suite, label=args.label, env=env, profile=profile, rows=rows, started=started
     )
     if stopped is not None:

@@ -26,7 +26,7 @@ from tabulate import tabulate
 from dsbench import records, results
 from dsbench.cli.train import add_job_arguments, kernels_arg, resolve
 from dsbench.errors import UsageError
-from dsbench.interrupts import Interrupted, as_interrupted, signals_ignored
+from dsbench.procs.interrupts import Interrupted, as_interrupted, signals_ignored
 from dsbench.records import RunRecord
 from dsbench.soak import plan, report
 from dsbench.soak.run import Settings, Soak, Stream
@@ -244,7 +244,7 @@ def _document(
     args: argparse.Namespace,
     stopped: Interrupted | None,
 ) -> RunRecord:
-    from dsbench import hardware, runner
+    from dsbench import hardware
 
     warmup = args.warmup if args.warmup is not None else report.default_warmup(soak)
     rows = report.drift_rows(soak, params, warmup)
@@ -291,7 +291,7 @@ def _document(
         problems.append(f"failure: {soak.runs('reference')[-1].failure}")
     section["problems"] = problems
     profile = hardware.get_profile((env.get("profile") or {}).get("name") or "cpu")
-    record = runner.new_run_doc(
+    record = results.new_run_doc(
         suite="soak", label=label, env=env, profile=profile, rows=rows, started=started
     )
     record = dataclasses.replace(record, run_id=run_id, purpose="soak", soak=section)

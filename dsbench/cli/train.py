@@ -14,8 +14,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from dsbench import faults
 from dsbench.errors import UsageError
+from dsbench.procs import faults
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -138,8 +138,8 @@ def resolve(args: argparse.Namespace) -> Resolved:
     printing the config's notices once."""
     import torch
 
+    from dsbench.engines.train_loop import torchrun_env
     from dsbench.models import get_model
-    from dsbench.train_loop import torchrun_env
     from dsbench.zero.config import load_config
 
     path = Path(args.config)
@@ -178,10 +178,10 @@ def resolve(args: argparse.Namespace) -> Resolved:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dsbench.distributed import RankFailure, spawn_ranks
+    from dsbench.engines.train_loop import TrainJob, run_under_torchrun
     from dsbench.models import get_model
     from dsbench.models.checkpointing import summary as checkpointing_summary
-    from dsbench.train_loop import TrainJob, run_under_torchrun
+    from dsbench.procs.distributed import RankFailure, spawn_ranks
     from dsbench.zero.config.offload_config import summary
 
     job_args = resolve(args)
@@ -203,7 +203,7 @@ def run(args: argparse.Namespace) -> int:
         run_under_torchrun(job, timeout_s=args.timeout, report=report)
         return 0
     try:
-        spawn_ranks("dsbench.train_loop:train_loop", world, job, device_type=device,
+        spawn_ranks("dsbench.engines.train_loop:train_loop", world, job, device_type=device,
                     on_message=lambda rank, msg: report(msg), timeout_s=10**7,
                     collective_timeout_s=args.timeout)  # fmt: skip
     except RankFailure as exc:

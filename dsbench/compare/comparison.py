@@ -14,7 +14,6 @@ from dsbench.compare.selection import Side, confounders, is_asv
 from dsbench.errors import UsageError
 from dsbench.records import Direction, fingerprint, value_or
 from dsbench.results import Run
-from dsbench.sequential import paired_rounds_to_decide, rounds_to_decide
 from dsbench.stats import (
     VERDICTS,
     Noise,
@@ -25,6 +24,7 @@ from dsbench.stats import (
     paired_logs,
     round_spread,
 )
+from dsbench.stats.sequential import paired_rounds_to_decide, rounds_to_decide
 
 ENV_LABEL_KEYS = ("python", "deepspeed")
 """Always in an environment label: the axes of asv's matrix."""
@@ -58,7 +58,7 @@ class ComparedRow:
     contender_env: str = ""
     to_decide: int | None = None
     """For an inconclusive row with a spread: the rounds a side that would most likely decide a
-    change of the size seen (:func:`dsbench.sequential.rounds_to_decide`)."""
+    change of the size seen (:func:`dsbench.stats.sequential.rounds_to_decide`)."""
 
     @property
     def comparable(self) -> bool:

@@ -13,7 +13,7 @@ every rank has returned from it (it ends with a barrier), has rank 0 replace ``l
 atomically (temporary file, fsync, rename): ``latest`` names a complete checkpoint at every
 moment, as with dsbench's own checkpoints.
 
-The save passes through :mod:`dsbench.faults`' save points as dsbench's does, so tests and
+The save passes through :mod:`dsbench.procs.faults`' save points as dsbench's does, so tests and
 ``dsbench soak`` can kill a rank part-way through it: ``save.begin`` (nothing written yet),
 ``save.shard`` (this rank's ZeRO optimizer-state file half written) and ``save.rename`` (rank 0:
 every rank's files written, ``latest`` not yet updated); the step is DeepSpeed's
@@ -121,7 +121,7 @@ def _wrap_save(engine) -> None:
     import torch
     import torch.distributed as dist
 
-    from dsbench import faults
+    from dsbench.procs import faults
     from dsbench.zero.checkpoint import write_durably
 
     save_checkpoint, ck = engine.save_checkpoint, engine.checkpoint_engine

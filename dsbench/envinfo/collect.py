@@ -352,11 +352,11 @@ def _profile(backend: str, device: dict) -> dict:
 
 
 def _caches(backend: str, profile_name: str | None, device: dict) -> dict:
-    """The device's caches (``dsbench.timing.device_cache_levels``): each level, and the last
-    level the suites size their memory-bound cases by (``dsbench.hardware.caches``)."""
+    """The device's caches (``dsbench.measure.timing.device_cache_levels``): each level, and the
+    last level the suites size their memory-bound cases by (``dsbench.hardware.caches``)."""
     from dsbench.hardware import get_profile
     from dsbench.hardware.caches import last_level
-    from dsbench.timing import device_cache_levels
+    from dsbench.measure.timing import device_cache_levels
 
     try:
         profile = get_profile(profile_name) if profile_name else None

@@ -25,7 +25,7 @@ from dsbench.hardware.schema import (
     Profile,
     ProfileError,
 )
-from dsbench.values import Reader, closest, is_number, read_toml, show_toml
+from dsbench.records.values import Reader, closest, is_number, read_toml, show_toml
 
 # --------------------------------------------------------------------------------------------
 # Loading and validation

@@ -121,7 +121,7 @@ class BertLayer(nn.Module):
 # (Google's ``run_pretraining.py`` gathers ``masked_lm_positions`` before the output layer;
 # NVIDIA's and DeepSpeed's BERT pretraining do the same), not on every position as Hugging
 # Face's ``BertForMaskedLM`` does. With vocab 30522 the difference dominates small models
-# (dsbench/decisions.md, "BERT's MLM head on the masked positions"). Called without labels
+# (docs/decisions.md, "BERT's MLM head on the masked positions"). Called without labels
 # (inference) the model returns logits for every position. :func:`training_flops_per_sample`
 # counts the head on the masked positions only. The loss is the same as over full logits
 # (``tests/test_models.py::test_bert_head_on_masked_positions_equals_full_logits_loss``).

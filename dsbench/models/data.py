@@ -63,7 +63,7 @@ def batch_index(
 def embedding(num: int, dim: int) -> nn.Embedding:
     """``nn.Embedding`` whose weight is left uninitialised (``init_weights_`` fills it): its own
     N(0, 1) init would be overwritten anyway, and on the meta device ``normal_`` imports
-    torch._dynamo (dsbench/decisions.md, "Embeddings left uninitialised")."""
+    torch._dynamo (docs/decisions.md, "Embeddings left uninitialised")."""
     return nn.Embedding(num, dim, _weight=torch.empty(num, dim))
 
 

@@ -45,7 +45,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dsbench import asv_results, results
+from dsbench import results
 from dsbench.errors import UsageError
 from dsbench.publish import (
     claims_page,
@@ -61,6 +61,7 @@ from dsbench.publish import runs as run_pages
 from dsbench.publish.comparisons import AxisResult
 from dsbench.publish.html import CSS, Html, el, page, void
 from dsbench.results import Run
+from dsbench.results import asv as asv_results
 
 if TYPE_CHECKING:
     from dsbench.publish.claims import Claim

@@ -122,7 +122,7 @@ class CountedWork(Record):
 
 @dataclass(frozen=True, kw_only=True, slots=True, repr=False)
 class Memory(Record):
-    """A row's ``memory``: peaks over the timed calls (``dsbench.memory.PeakMemory``), the
+    """A row's ``memory``: peaks over the timed calls (``dsbench.measure.memory.PeakMemory``), the
     largest rank's; None or absent where nothing was measured."""
 
     host_peak_rss_bytes: int | Unset | None = UNSET
@@ -193,7 +193,7 @@ class Notes(Record):
 
 @dataclass(frozen=True, kw_only=True, slots=True, repr=False)
 class Timing(Record):
-    """A row's ``timing``: the timing core's record (``dsbench.timing.Measurement``)."""
+    """A row's ``timing``: the timing core's record (``dsbench.measure.timing.Measurement``)."""
 
     samples: list[float] | Unset = UNSET
     """Seconds per repetition (the slowest rank's)."""

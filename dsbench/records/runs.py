@@ -12,7 +12,7 @@ from .rows import NESTED, Row
 
 SOURCES = ("dsbench", "asv")
 """Which tool measured a run (``source``, schema 2 on): ``dsbench run`` writes ``"dsbench"``;
-:mod:`dsbench.asv_results` gives the runs it converts from asv's files ``"asv"``. Publish
+:mod:`dsbench.results.asv` gives the runs it converts from asv's files ``"asv"``. Publish
 groups, labels and links runs by it (an asv run's page points at asv's own)."""
 REQUIRED_RUN_FIELDS = {"source": str, "run_id": str, "created": str, "machine": str,
                        "env": dict, "benchmarks": list}  # fmt: skip

@@ -33,7 +33,7 @@ SAVE_POINTS = {
     "dsbench": ("save.begin", "save.shard", "save.meta", "save.rename"),
     "deepspeed": ("save.begin", "save.shard", "save.rename"),
 }
-"""The points of a checkpoint save each engine's save passes through (:mod:`dsbench.faults`):
+"""The points of a checkpoint save each engine's save passes through (:mod:`dsbench.procs.faults`):
 ``save.swap`` is left out because it is reached only when a tag is saved a second time."""
 RANK0_POINTS = ("save.meta", "save.rename")
 """Save points only rank 0 reaches."""

@@ -5,7 +5,7 @@ reference run's samples after warm-up, in its longest launch (one process per ra
 
 - ``soak.memory``: host resident memory, MiB per 1,000 steps, flat below
   :data:`MEMORY_THRESHOLD`; ``soak.heap`` the same for the C heap in use
-  (:func:`dsbench.memory.host_heap_in_use`: live allocations, without the free blocks the
+  (:func:`dsbench.measure.memory.host_heap_in_use`: live allocations, without the free blocks the
   allocator keeps resident, which make the resident set jump by 8 MiB and more either way); on
   GPUs also ``soak.device_allocated`` and ``soak.device_reserved``;
 - ``soak.step_time_drift``: step time, % of the mean step time per 1,000 steps, flat below

@@ -1,9 +1,10 @@
 """Running a soak: launch the ranks as a user's launcher would, inject the scheduled faults, and
 after each failure launch them again from the latest complete checkpoint.
 
-Every launch is ``dsbench train``'s: :func:`dsbench.distributed.spawn_ranks` runs
-:func:`dsbench.train_loop.train_loop` on each rank, with the job's checkpoint folder and
-``resume`` when a checkpoint is there; a failure is the :class:`~dsbench.distributed.RankFailure`
+Every launch is ``dsbench train``'s: :func:`dsbench.procs.distributed.spawn_ranks` runs
+:func:`dsbench.engines.train_loop.train_loop` on each rank, with the job's checkpoint folder and
+``resume`` when a checkpoint is there; a failure is the
+:class:`~dsbench.procs.distributed.RankFailure`
 ``dsbench train`` prints, naming the rank and what happened to it. A fault goes to the ranks
 through ``$DSBENCH_FAULT`` (one per launch, see :mod:`dsbench.soak.plan`); the ranks note in
 ``$DSBENCH_FAULT_LOG`` when it fires, which tells an injected failure from a real one and gives
@@ -30,7 +31,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dsbench import faults as fault_points
+from dsbench.procs import faults as fault_points
 from dsbench.soak.plan import Fault
 
 MAX_FAILED_LAUNCHES = 3
@@ -184,7 +185,7 @@ class Soak:
 
     def _launch(self, run: str, checkpoints: Path, resume: bool, fault: Fault | None) -> Launch:
         """One launch of the ranks, its stream lines, and what came of it."""
-        from dsbench.distributed import RankFailure, spawn_ranks
+        from dsbench.procs.distributed import RankFailure, spawn_ranks
 
         s = self.settings
         launch = Launch(
@@ -209,7 +210,7 @@ class Soak:
         try:
             with _environ(env):
                 spawn_ranks(
-                    "dsbench.train_loop:train_loop",
+                    "dsbench.engines.train_loop:train_loop",
                     s.nproc,
                     job,
                     device_type=s.device,
@@ -227,8 +228,8 @@ class Soak:
         return launch
 
     def _job(self, checkpoints: Path, resume: bool):
-        """The :class:`~dsbench.train_loop.TrainJob` every rank of a launch runs."""
-        from dsbench.train_loop import TrainJob
+        """The :class:`~dsbench.engines.train_loop.TrainJob` every rank of a launch runs."""
+        from dsbench.engines.train_loop import TrainJob
 
         s = self.settings
         return TrainJob(

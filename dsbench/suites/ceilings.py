@@ -67,7 +67,7 @@ def stream_kernels(ctx: Context) -> tuple[str, ...]:
 def stream_bytes(ctx: Context) -> int:
     """Bytes of each array: four times the last-level cache, at least 64 MiB (1 GiB on GPUs),
     a whole number of float32 elements."""
-    from dsbench.timing import cache_bytes
+    from dsbench.measure.timing import cache_bytes
 
     floor = 2**30 if ctx.gpu else 64 * 2**20
     return max(floor, 4 * (ctx.llc_bytes or cache_bytes(ctx.torch_device))) // 4 * 4
@@ -155,8 +155,8 @@ def _matmul_work(params: dict, ctx: Context) -> Work:
 def _matmul_setup(params: dict, ctx: Context) -> Case:
     import torch
 
+    from dsbench.measure.timing import rotation_count
     from dsbench.suites.base import dtype_bits
-    from dsbench.timing import rotation_count
 
     n, device = params["size"], ctx.torch_device
     dtype = getattr(torch, params["dtype"])

@@ -8,8 +8,8 @@ registry's ``native`` (torch.distributed) or ``ring`` (dsbench's pipelined ring 
 sample is the slowest rank's time. Metric names are the same on every vendor and backend (NCCL,
 RCCL, gloo), so CUDA and ROCm runs compare directly.
 
-The ranks are spawned by ``dsbench.distributed``; ``ranks`` is the number spawned. Buffers hold
-random values in [1, 2); repeated in-place sums eventually overflow to inf, which costs nothing
+The ranks are spawned by ``dsbench.procs.distributed``; ``ranks`` is the number spawned. Buffers
+hold random values in [1, 2); repeated in-place sums eventually overflow to inf, which costs nothing
 extra on CPUs or GPUs (only denormals are slow), so data stays representative.
 """
 
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import tempfile
 
-from dsbench import host
 from dsbench.kernels import registry
+from dsbench.procs import host
 from dsbench.suites.base import Benchmark, Case, Context, Metric, Skip, Work, time_ms
 
 MiB = 1024**2

@@ -58,7 +58,7 @@ def _work(params: dict, ctx: Context) -> Work:
 def _setup(params: dict, ctx: Context) -> Case:
     import torch
 
-    from dsbench.timing import rotation_count
+    from dsbench.measure.timing import rotation_count
 
     impl = registry.get("gemm", params["impl"])
     ok, why = impl.available("cuda" if ctx.gpu else "cpu")

@@ -68,7 +68,7 @@ def _setup(params: dict, ctx: Context) -> Case:
     import torch
 
     from dsbench.kernels.reference import fused_adamw_supported
-    from dsbench.timing import rotation_count
+    from dsbench.measure.timing import rotation_count
 
     impl = registry.get("adamw", params["impl"])
     ok, why = impl.available("cuda" if ctx.gpu else "cpu")

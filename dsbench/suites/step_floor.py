@@ -26,7 +26,7 @@ The phases explain the timed step, so they should add up to it. The first step a
 meets caches the floor's plain model left behind, and one slow step of three moves a mean. So
 one step runs unrecorded first, and each phase is the median over five recorded steps, as the
 timed step is a median. Medians of parts need not add up to the median of the whole (what they
-summed to: dsbench/decisions.md, "Step phases: one unrecorded step, then the median of five").
+summed to: docs/decisions.md, "Step phases: one unrecorded step, then the median of five").
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def _timed_sequence(
 # without communication; the back-to-back AdamW is kept in the notes as
 # ``optimizer_back_to_back``. The sequence matched dsbench's engine with every collective made
 # free (the step a free network would give), where the parts timed apart undershot it
-# (dsbench/decisions.md, "The floor is timed as one sequence").
+# (docs/decisions.md, "The floor is timed as one sequence").
 
 
 def measure_floor(
@@ -89,7 +89,7 @@ def measure_floor(
 ) -> dict:
     """This rank's compute-only floor in seconds: ``{"floor_s", "floor_ms": {...}}``, the
     median of the sequence and of its parts over ``reps`` repetitions ([Note: the floor is a
-    step]; why 15: dsbench/decisions.md, "The floor's repetitions")."""
+    step]; why 15: docs/decisions.md, "The floor's repetitions")."""
     p, g, m, v = (torch.zeros(owned, device=device) for _ in range(4))
     g.normal_(0, 1e-3)
     steps = [torch.zeros((), device=device)]
@@ -119,7 +119,7 @@ def _plain_model(preset, batches, *, dtype, device: str):
     slice a ``GradSlot`` that a step's first gradient overwrites and later ones add to,
     GEMM-backed layers writing their weight gradients there directly. So the floor allocates no
     gradient and zeroes nothing, and costs no more than the engine's own forward and backward
-    (dsbench/decisions.md, "The floor's gradients in kept slots"). The hooks are removed on
+    (docs/decisions.md, "The floor's gradients in kept slots"). The hooks are removed on
     exit."""
     from dsbench.zero.buckets import Bucket, GradSlot
 
@@ -154,7 +154,7 @@ def owned_elements(num_params: int, stage: int, world: int) -> int:
 
 def _start_together() -> None:
     """Ranks finish the floor at different times; without a barrier, the first measured step's
-    first collective would count the difference as exposed communication (dsbench/decisions.md,
+    first collective would count the difference as exposed communication (docs/decisions.md,
     "A barrier before the first measured step")."""
     import torch.distributed as dist
 

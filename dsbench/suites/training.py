@@ -10,8 +10,8 @@ per sample: the usual 6NT training-FLOPs convention, attention's T² terms exclu
 the profile's dense peak for the training dtype is the MFU; step time; and peak memory per rank
 (the largest rank's: allocator peaks on GPUs, resident set on CPUs, where rows also carry
 ``host_peak_added_bytes`` and ``fresh_process``, the figures to compare engines by, as
-:class:`dsbench.memory.PeakMemory` and the README's "Side by side" say; dsbench/decisions.md,
-"Peak memory on CPUs: what the process holds anyway").
+:class:`dsbench.measure.memory.PeakMemory` and docs/commands.md's "Side by side" say;
+docs/decisions.md, "Peak memory on CPUs: what the process holds anyway").
 
 Rows, per model and stage, differ in ``engine``, ``comm`` and ``kernels``
 ([Note: the training rows]); ``train_step_offload`` adds ``offload`` ([Note: the offload rows]).
@@ -46,7 +46,7 @@ COLLECTIVES = ("allreduce", "reduce_scatter", "allgather")
 # all_to_all or broadcasts (See [Note: gloo's large collectives]; the row's
 # ``notes.large_collectives`` says so), and it sends nothing point-to-point.
 # ``engine=dsbench, comm=shm`` (CPUs only) is dsbench's engine on dsbench's one-host
-# shared-memory collectives (``kernels/shm.py``), its fastest on CPUs (dsbench/decisions.md,
+# shared-memory collectives (``kernels/shm.py``), its fastest on CPUs (docs/decisions.md,
 # "Collectives on CPUs side by side"). Set beside the ``comm=native`` dsbench row, it shows what
 # those collectives add; it is not an engine comparison, and DeepSpeed has no such rows. On GPUs
 # NCCL/RCCL are dsbench's fastest collectives as well, so there are only ``comm=native`` rows.
@@ -251,9 +251,9 @@ def dsbench_notes(engine) -> dict:
         like_masters = [torch.empty(0, device=engine.opt_device)]  # fp32, where the step runs
         optimizer.update(
             runs="torch.optim's functional adamw, "
-            + _torch_adamw_path(engine._fused, None, like_masters)
+            + _torch_adamw_path(engine.fused, None, like_masters)
             + (" on the host (offload_optimizer)" if s.offload_optimizer else ""),
-            fused=engine._fused,
+            fused=engine.fused,
             foreach=None,
         )
     else:
@@ -395,14 +395,14 @@ def _profile_function(built: _Built, micro_batches, params: dict, ctx: Context, 
         import torch
 
         from dsbench.kernels import registry
-        from dsbench.memory import release_freed
+        from dsbench.measure.memory import release_freed
         from dsbench.suites.step_floor import measure_floor, owned_elements, phase_breakdown
 
         adamw = registry.get("adamw", (built.kernels or {}).get("adamw", "torch"))
         floor = measure_floor(
             preset, micro_batches(), dtype=getattr(torch, params["dtype"]), device=ctx.device,
             owned=owned_elements(preset.num_params(), params["stage"], world),
-            adamw=adamw.load(), fused=getattr(engine, "_fused", built.fused),
+            adamw=adamw.load(), fused=getattr(engine, "fused", built.fused),
         )  # fmt: skip
         release_freed(ctx.device)
         phases = phase_breakdown(engine, micro_batches, preset.loss, device=ctx.device)

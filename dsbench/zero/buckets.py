@@ -177,7 +177,7 @@ def sq_sum_fp64(g: torch.Tensor) -> torch.Tensor:
     """The sum of squares of ``g`` accumulated in fp64 (as DeepSpeed's ZeRO optimizers take the
     norm of ``g.double()``). On CPUs a chunk at a time through one reused fp64 buffer, each
     chunk's square-sum a BLAS dot product: a fraction of the time of converting the whole
-    gradient to fp64 and squaring it (dsbench/decisions.md, "The gradient norm's fp64 square-sum
+    gradient to fp64 and squaring it (docs/decisions.md, "The gradient norm's fp64 square-sum
     in chunks"), with the same fp64 accumulation; on GPUs one fused reduction."""
     if g.device.type != "cpu" or g.numel() <= NORM_CHUNK:
         return torch.linalg.vector_norm(g, dtype=torch.float64).square()

@@ -37,8 +37,8 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from dsbench import faults
 from dsbench.errors import UsageError
+from dsbench.procs import faults
 
 FORMAT = "dsbench-zero-checkpoint"
 VERSION = 2
@@ -155,7 +155,7 @@ def save_checkpoint(
         "master": torch.cat([b.master.detach().reshape(-1) for b in owned]).cpu(),
         "exp_avg": torch.cat([b.exp_avg.reshape(-1) for b in owned]).cpu(),
         "exp_avg_sq": torch.cat([b.exp_avg_sq.reshape(-1) for b in owned]).cpu(),
-        "adam_steps": torch.stack([s.detach().cpu() for s in engine._steps]),
+        "adam_steps": torch.stack([s.detach().cpu() for s in engine.adam_steps]),
     }
     name = _shard_name(engine.rank, engine.world)
     digest = _write_shard(shard, partial / name, step)
@@ -308,7 +308,7 @@ def load_checkpoint(engine, directory: str | Path, tag: str | None = None) -> di
     if shard["master"].numel() != sum(b.owned for b in engine.owned_buckets()):
         raise CheckpointError(f"{held}: rank {engine.rank}'s shard has the wrong size")
     start = 0
-    engine._before_param_writes()  # a master may be a slice of parameters other ranks read
+    engine.before_param_writes()  # a master may be a slice of parameters other ranks read
     for b in engine.owned_buckets():
         sl = slice(start, start + b.owned)
         with torch.no_grad():
@@ -316,14 +316,14 @@ def load_checkpoint(engine, directory: str | Path, tag: str | None = None) -> di
             b.exp_avg.copy_(shard["exp_avg"][sl])
             b.exp_avg_sq.copy_(shard["exp_avg_sq"][sl])
         start += b.owned
-    for mine, saved in zip(engine._steps, shard["adam_steps"], strict=True):
+    for mine, saved in zip(engine.adam_steps, shard["adam_steps"], strict=True):
         mine.copy_(saved)
     engine.global_steps, engine.micro_steps = meta["global_steps"], meta["micro_steps"]
     engine.skipped_steps = meta["skipped_steps"]
     if meta["loss_scaler"] is not None and engine.settings.loss_scaler is not None:
         engine.settings.loss_scaler.load_state_dict(meta["loss_scaler"])
     with torch.no_grad():
-        engine._publish_params()
+        engine.publish_params()
     return meta["client_state"]
 
 

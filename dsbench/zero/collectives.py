@@ -34,7 +34,7 @@ from dsbench.kernels import registry
 # [Note: gloo's large collectives]
 # On CPUs, gloo's reduce_scatter and all_gather are slow for large tensors next to its own
 # all_to_all, all_reduce and broadcast over the same bytes (the timings by size:
-# dsbench/decisions.md, "Gloo's large collectives"); for small tensors the native calls are as
+# docs/decisions.md, "Gloo's large collectives"); for small tensors the native calls are as
 # fast or faster. So with the ``native`` implementations over gloo, the queue runs a
 # reduce-scatter of a full tensor of at least ``GLOO_LARGE_BYTES`` as an all_to_all_single into a
 # kept receive buffer (every rank's chunk r) and a sum of those chunks in rank order, and such an
@@ -137,7 +137,7 @@ class Comm:
     # cores // ranks threads) has no core to spare: the worker then only competes with compute,
     # and ranks preempted mid-sum keep each other waiting at the next barrier. So with shm
     # collectives and one thread, each collective runs where it is submitted, in the same
-    # program order, and its handle is done at once (dsbench/decisions.md, "Collectives on the
+    # program order, and its handle is done at once (docs/decisions.md, "Collectives on the
     # calling thread").
 
     def _submit(self, fn: Callable[[], object]) -> Handle:
@@ -235,7 +235,7 @@ class Comm:
     # [Note: the norm's all-reduce]
     # The step's gradient norm is one fp32 sum over ranks, after every rank's backward. Over
     # gloo a rank waits for it on sockets, several times longer than the same all-reduce takes
-    # in isolation; shm's all-reduce (barriers on shared memory) waits less (dsbench/decisions.md,
+    # in isolation; shm's all-reduce (barriers on shared memory) waits less (docs/decisions.md,
     # "The norm's all-reduce through shm"). A sum of two ranks is the same bits either way;
     # with more ranks shm's order (rank order, on one rank, copied to all) may differ from
     # gloo's by an ulp, and is the same on every rank.

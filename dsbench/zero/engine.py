@@ -43,7 +43,7 @@ from dsbench.zero.buckets import Bucket, GradSlot, Reduction, split_runs, sq_sum
 from dsbench.zero.collectives import BufferKind, Comm, Handle
 from dsbench.zero.config.settings import ZeroSettings
 from dsbench.zero.offload import HOST, HostCopies, optimizer_kernel
-from dsbench.zero.stage3 import Stage3, Unit
+from dsbench.zero.stage3 import EngineParts, Stage3, Unit
 
 __all__ = ["ZeroEngine", "ZeroSettings"]
 
@@ -75,9 +75,9 @@ class ZeroEngine:
         self._adamw = optimizer_kernel(s)
         # The host step of an offloaded optimizer is torch's fused AdamW unless told otherwise:
         # on CPUs it is several times faster than the default (as DeepSpeed's CPU Adam is fused)
-        self._fused = s.fused_optimizer
-        if self._fused is None and s.offload_optimizer:
-            self._fused = True
+        self.fused = s.fused_optimizer
+        if self.fused is None and s.offload_optimizer:
+            self.fused = True
         # progress
         self.micro_steps = 0
         self.global_steps = 0  # optimizer steps applied
@@ -93,13 +93,17 @@ class ZeroEngine:
         self.flat_grads: torch.Tensor | None = None
         self._params_replicated = False  # flat_params is one copy every rank maps (shm)
         # stage 3's units and their gathering (none below stage 3)
-        self.stage3 = Stage3(self)
+        self.stage3 = Stage3(self, EngineParts(
+            phase=self._phase, running=self._running, flat=self._flat,
+            build_buckets=self._build_buckets, at_boundary=self._boundary, hooks=self._hooks,
+            host=self._host,
+        ))  # fmt: skip
         # optimizer state: flat fp32 runs over every owned slice, and Adam's step per bucket
         self._master_flat: torch.Tensor | None = None  # None: every master is the parameter
         self._grad_flat: torch.Tensor | None = None
         self._m_flat: torch.Tensor | None = None
         self._v_flat: torch.Tensor | None = None
-        self._steps: list[torch.Tensor] = []
+        self.adam_steps: list[torch.Tensor] = []
         # profiling: while a dict, the seconds spent waiting for gradient reductions
         # ("reduce_wait"), for parameter all-gathers ("allgather_wait") and in the optimizer
         # kernel ("optimizer") add up in it (the training suite's phase breakdown); None: off
@@ -192,7 +196,7 @@ class ZeroEngine:
             return buf, True
         return torch.zeros(numel, dtype=self.dtype, device=self.device), False
 
-    def _before_param_writes(self, met: bool = False) -> None:
+    def before_param_writes(self, met: bool = False) -> None:
         """Replicated parameters (one copy per host): wait until no rank still reads them (its
         forward and backward are done) before any rank writes its updated slice. ``met``: every
         rank has just been through a collective it issued after its backward (the step's norm
@@ -238,7 +242,7 @@ class ZeroEngine:
             b.grad = self._grad_flat[sl] if self._grad_flat is not None else self._zeros(b.owned)
             b.exp_avg, b.exp_avg_sq = self._m_flat[sl], self._v_flat[sl]
             start += b.owned
-        self._steps = [
+        self.adam_steps = [
             torch.zeros((), dtype=torch.float32, device=self.opt_device) for _ in everything
         ]
 
@@ -254,7 +258,7 @@ class ZeroEngine:
     # gradients in place], kernels/autograd.py), added in place once the slot accumulates. So
     # the buffer is never zeroed, no weight-gradient product is allocated, and autograd adds
     # nothing; a slot no gradient reached before its reduction is zeroed then. The bits are
-    # those of zeroing and adding (tests/test_zero_engine.py). Measured: dsbench/decisions.md,
+    # those of zeroing and adding (tests/test_zero_engine.py). Measured: docs/decisions.md,
     # "Gradients overwrite stale slots".
 
     def _register_grad_hooks(self) -> None:
@@ -463,7 +467,7 @@ class ZeroEngine:
             applied = s.loss_scaler.update(overflow)
         if applied and not overflow:
             # the norm's all-reduce (stage >= 1) met every rank after its backward
-            self._before_param_writes(met=sq is not None and s.stage >= 1)
+            self.before_param_writes(met=sq is not None and s.stage >= 1)
             if s.gradient_clipping:
                 norm = float(sq.sqrt())
                 coef = s.gradient_clipping / (norm + 1e-6)
@@ -477,17 +481,17 @@ class ZeroEngine:
                     [b.grad for b in owned],
                     [b.exp_avg for b in owned],
                     [b.exp_avg_sq for b in owned],
-                    self._steps,
+                    self.adam_steps,
                     lr=self.get_lr(),
                     beta1=beta1,
                     beta2=beta2,
                     eps=s.eps,
                     weight_decay=s.weight_decay,
                     adamw_mode=s.adamw_mode,
-                    fused=self._fused,
+                    fused=self.fused,
                 )
             self.global_steps += 1
-            self._publish_params()
+            self.publish_params()
         else:
             self.skipped_steps += 1
         for b in owned:  # the next accumulation's first reduction overwrites the gradient
@@ -497,7 +501,7 @@ class ZeroEngine:
                     slot.clear()
         return applied and not overflow
 
-    def _publish_params(self) -> None:
+    def publish_params(self) -> None:
         """Copy the stepped fp32 masters into the compute-dtype parameters, gathering shards."""
         for u in self.units:
             self.stage3.release(u)  # a gathered copy is stale now

@@ -2,11 +2,14 @@
 weights exist only while it runs (gathered in a forward pre-hook, with the next units prefetched;
 released after its forward; gathered again before its backward; released once its gradients
 are reduced). :class:`Stage3` is the part of :class:`dsbench.zero.engine.ZeroEngine` that does
-this; the engine holds the state it uses (``units``, ``_order``, ``_recording``...)."""
+this; it holds the units' state (``units``, ``order``, ``recording``, the buffer pools) and takes
+what it uses of the engine as :class:`EngineParts`."""
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -18,6 +21,7 @@ from dsbench.zero.collectives import BufferKind, Handle
 
 if TYPE_CHECKING:
     from dsbench.zero.engine import ZeroEngine
+    from dsbench.zero.offload import HostCopies
 
 # [Note: stage-3 reuse]
 # Between its forward and its backward a stage-3 unit is normally released (its full weights
@@ -46,7 +50,7 @@ if TYPE_CHECKING:
 # the next one's backward runs), as DeepSpeed's stage 3 reduces through a bounded bucket: full
 # gradients are never kept for every unit. Each rank takes and returns buffers in the same
 # order (program order), so every rank passes the same buffer to each reduce-scatter.
-# Measured: dsbench/decisions.md, "Stage 3: staged gradients".
+# Measured: docs/decisions.md, "Stage 3: staged gradients".
 
 
 # [Note: stage-3 resident]
@@ -55,7 +59,7 @@ if TYPE_CHECKING:
 # achieves for the host's memory (n ranks, 1/n each), and each rank owns, steps and checkpoints
 # its slice of every unit as before. Nothing is gathered or released: before the optimizer
 # writes its slices a rank waits until every rank is done reading them (ZeroEngine.
-# _before_param_writes), and after writing until every rank has (ZeroEngine._publish_params).
+# before_param_writes), and after writing until every rank has (ZeroEngine.publish_params).
 # The price is the resident-set figure: shared pages count in every rank's, as the gather
 # buffers a CPU run pools (_recycle) already did. Gradients are reduce-scattered per unit as
 # before.
@@ -112,16 +116,38 @@ class Unit(Bucket):
         return UnitState.RELEASED if self.gathered is None else UnitState.GATHERED
 
 
+@dataclass(frozen=True)
+class EngineParts:
+    """The engine's collaborators that :class:`Stage3` uses, handed to it rather than reached
+    for: the step's phase timers, the flat-buffer allocator, the stage-2 bucket layout (for
+    persistent parameters), the accumulation boundary, the hook list and the host copies."""
+
+    phase: Callable[[str], AbstractContextManager]
+    """A phase the step waits in (timed as that phase)."""
+    running: Callable[[str], AbstractContextManager]
+    """A phase that runs behind the step (its submission timed)."""
+    flat: Callable[[BufferKind | None, int], tuple[torch.Tensor, bool]]
+    """A flat buffer of the engine's dtype: ``(tensor, shared)``."""
+    build_buckets: Callable[[list[nn.Parameter]], None]
+    at_boundary: Callable[[], bool]
+    """Whether this micro-step ends a gradient accumulation."""
+    hooks: list
+    """The engine's hook handles (removed by its ``destroy``); Stage3 appends its own."""
+    host: HostCopies | None
+    """Host copies of offloaded tensors (None without offload)."""
+
+
 class Stage3:
     """Stage 3's units: gathering, releasing, prefetching and staging their gradients, for one
     :class:`~dsbench.zero.engine.ZeroEngine` (its ``stage3``). The engine calls :meth:`build`,
     :meth:`release` and :meth:`unstage_grads`, and reads :attr:`units` and :attr:`resident`; the
-    units' module hooks call the rest. What it uses of the engine: its settings, module, rank and
-    world, dtype and device, host copies, collectives (``comm``), phase timers, flat-buffer
-    allocation, stage-2 style buckets (for persistent parameters) and its hook list."""
+    units' module hooks call the rest. What it uses of the engine: its public settings, module,
+    rank and world, dtype and device and collectives (``comm``), and ``parts``
+    (:class:`EngineParts`)."""
 
-    def __init__(self, engine: ZeroEngine):
+    def __init__(self, engine: ZeroEngine, parts: EngineParts):
         self.engine = engine
+        self.parts = parts
         # partitioned modules, and the unit of each module
         self.units: list[Unit] = []
         self.unit_of_module: dict[nn.Module, Unit] = {}
@@ -168,7 +194,7 @@ class Stage3:
                 [p.data for p in unit.params], self.engine.dtype, self.engine.device
             )
             mine = full[unit.lo : unit.lo + unit.owned]
-            host = self.engine._host
+            host = self.parts.host
             unit.shard = host.host_copy(mine) if s.offload_param else mine.clone()
             self.release(unit)
         if resident is not None:  # every rank wrote the same weights; nobody reads early
@@ -176,13 +202,17 @@ class Stage3:
             for unit in self.units:  # [Note: stage-3 staged gradients]
                 unit.slots = [GradSlot(p, None) for p in unit.params]
         if persistent:
-            self.engine._build_buckets(persistent)
+            self.parts.build_buckets(persistent)
         for unit in self.units:
             m = unit.module
-            self.engine._hooks += [
-                m.register_forward_pre_hook(lambda mod, args, u=unit: self._pre_forward(u)),
-                m.register_forward_hook(lambda mod, args, out, u=unit: self._post_forward(u, out)),
-            ]
+            self.parts.hooks.extend(
+                [
+                    m.register_forward_pre_hook(lambda mod, args, u=unit: self._pre_forward(u)),
+                    m.register_forward_hook(
+                        lambda mod, args, out, u=unit: self._post_forward(u, out)
+                    ),
+                ]
+            )
 
     def _resident_units(self) -> torch.Tensor | None:
         """One buffer for every unit's full weights that every rank maps, where the collectives
@@ -213,14 +243,14 @@ class Stage3:
             full = torch.empty(unit.padded, dtype=self.engine.dtype, device=self.engine.device)
         shard = unit.shard
         if shard.device != self.engine.device:  # offload_param: the shard comes from host memory
-            shard = shard.to(self.engine.device, non_blocking=self.engine._host.pin)
-        with self.engine._running("allgather_wait"):
+            shard = shard.to(self.engine.device, non_blocking=self.parts.host.pin)
+        with self.parts.running("allgather_wait"):
             unit.in_flight = InFlight(full, self.engine.comm.allgather(full, shard))
 
     def _gather(self, unit: Unit) -> None:
         self._start_gather(unit)
         if unit.state is UnitState.IN_FLIGHT:
-            with self.engine._phase("allgather_wait"):
+            with self.parts.phase("allgather_wait"):
                 unit.in_flight.handle.wait()
             unit.gathered, unit.in_flight = unit.in_flight.buffer, None
             unit.bind(unit.gathered)
@@ -244,7 +274,7 @@ class Stage3:
 
         On GPUs torch's caching allocator hands the freed block to the next gather. On CPUs the
         C library returns a freed buffer this large to the kernel, so every gather wrote into
-        fresh pages, one page fault per 4 KiB (about half a gather's time: dsbench/decisions.md,
+        fresh pages, one page fault per 4 KiB (about half a gather's time: docs/decisions.md,
         "Stage 3: a pool of gather buffers on CPUs"). The pool plays the caching allocator's
         part: the memory stays with the process, as the peak held it anyway. A buffer that
         anything else still references (a view autograd saved) is left to be freed instead."""
@@ -292,7 +322,7 @@ class Stage3:
         total = sum(u.numel for u in self.units)
         return (
             not self.recording
-            and not self.engine._boundary()
+            and not self.parts.at_boundary()
             and total <= min(s.max_reuse_distance, s.max_live_parameters)
         )
 
@@ -314,7 +344,7 @@ class Stage3:
         if not unit.slots or unit.grad_buffer is not None:
             return
         pooled = self.grad_pool.get(unit.numel)  # by size: the padding is never written
-        buffer = pooled.pop() if pooled else self.engine._flat(BufferKind.SYMMETRIC, unit.padded)[0]
+        buffer = pooled.pop() if pooled else self.parts.flat(BufferKind.SYMMETRIC, unit.padded)[0]
         unit.grad_buffer = buffer
         for slot, off, n, shape in zip(
             unit.slots, unit.offsets, unit.numels, unit.shapes, strict=True

@@ -21,7 +21,7 @@ def available(device: str) -> tuple[bool, str]:
     import importlib.util
 
     # find_spec, not import: importing Triton costs resident memory in every rank, which a CPU
-    # run that cannot use it should not pay (the kernel modules import it; dsbench/decisions.md,
+    # run that cannot use it should not pay (the kernel modules import it; docs/decisions.md,
     # "Triton looked up, not imported")
     if importlib.util.find_spec("triton") is None:
         return False, "triton is not installed"

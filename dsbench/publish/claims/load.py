@@ -29,8 +29,8 @@ from dsbench.publish.claims.data import (
     ModelledSpec,
     SoakSpec,
 )
+from dsbench.records.values import Reader, is_number, read_toml, show_toml
 from dsbench.results import CLAIMS_DIR, default_results_dir
-from dsbench.values import Reader, is_number, read_toml, show_toml
 
 __all__ = [
     "benchmark_param_types",

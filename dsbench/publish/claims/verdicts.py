@@ -47,8 +47,8 @@ from dsbench.publish.claims.data import (
 )
 from dsbench.publish.claims.load import _all_param_keys, selector_problem
 from dsbench.records import HIGHER, LOWER, ClaimCheck, MetricValue, Row, value_or
+from dsbench.records.values import is_number
 from dsbench.results import Run
-from dsbench.values import is_number
 
 __all__ = [
     "AB_KEYS",

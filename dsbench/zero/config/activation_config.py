@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
-from dsbench.values import closest, show_json
+from dsbench.records.values import closest, show_json
 from dsbench.zero.config.fields import ConfigError, Section, ignored, not_implemented
 
 

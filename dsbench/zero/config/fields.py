@@ -1,5 +1,5 @@
 """What every section of a ds_config shares: the one-line :class:`ConfigError`, the reader of
-its values (:data:`READ`, :mod:`dsbench.values` worded for JSON), :class:`Section`, the base
+its values (:data:`READ`, :mod:`dsbench.records.values` worded for JSON), :class:`Section`, the base
 of the section dataclasses (sections.py, top_level.py, schedulers.py, ...), which checks each
 bool/int/float field in ``__post_init__``, and each field's DeepSpeed status.
 
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from dsbench.errors import UsageError
-from dsbench.values import Reader
+from dsbench.records.values import Reader
 
 
 class ConfigError(UsageError):
@@ -39,8 +39,8 @@ def _fail(path: str, problem: str) -> ConfigError:
 
 
 READ = Reader(_fail, json=True)
-"""Reads a ds_config's values (:mod:`dsbench.values`): ``fp16.enabled must be true or false, got
-1 (a number)``."""
+"""Reads a ds_config's values (:mod:`dsbench.records.values`): ``fp16.enabled must be true or
+false, got 1 (a number)``."""
 
 # --------------------------------------------------------------------------------------------
 # DeepSpeed status of each field (see [Note: a field's DeepSpeed status])

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from dsbench.values import show_json
+from dsbench.records.values import show_json
 from dsbench.zero.config import hf_auto
 from dsbench.zero.config.fields import READ, ConfigError
 

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from dsbench.errors import one_line
-from dsbench.values import closest, kind, show_json
+from dsbench.records.values import closest, kind, show_json
 from dsbench.zero.config import hf_auto, offload_config
 from dsbench.zero.config.activation_config import read_activation_checkpointing
 from dsbench.zero.config.batch import resolve as resolve_batch

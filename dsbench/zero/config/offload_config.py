@@ -31,7 +31,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from dsbench.values import show_json
+from dsbench.records.values import show_json
 from dsbench.zero.config.fields import (
     READ,
     ConfigError,

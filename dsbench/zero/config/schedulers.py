@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
-from dsbench.values import show_json
+from dsbench.records.values import show_json
 from dsbench.zero.config.fields import ConfigError, Section
 
 __all__ = [

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from dsbench.values import show_json
+from dsbench.records.values import show_json
 from dsbench.zero.config.fields import (
     NOT_A_KEY,
     READ,

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from math import exp, lgamma
 
 import numpy as np
-from scipy import special as _sp  # dsbench/decisions.md, "scipy.special, not scipy.stats"
+from scipy import special as _sp  # docs/decisions.md, "scipy.special, not scipy.stats"
 
 from dsbench.records import DIRECTIONS, HIGHER
 

@@ -35,7 +35,7 @@ from dsbench.hardware.caches import (
     cpu_llc_bytes,
     gpu_cache_levels,
 )
-from dsbench.memory import PeakMemory, max_over
+from dsbench.measure.memory import PeakMemory, max_over
 from dsbench.stats import Summary, summarize
 
 if TYPE_CHECKING:

@@ -23,9 +23,9 @@ A run stopped by SIGINT or SIGTERM (``dsbench run``) keeps the rows that finishe
 This came later within schema 3 and needs no migration: files without it are runs that ended.
 
 asv's own result files (``results/asv/``, ``machine.json``, ``benchmarks.json``) live under the
-same root and are recognised and left to the asv reader (:mod:`dsbench.asv_results`), which
+same root and are recognised and left to the asv reader (:mod:`dsbench.results.asv`), which
 turns each asv result file into a :class:`Run` of the same shape;
-:func:`dsbench.asv_results.load_all_runs` returns both kinds. Claim files (``results/claims/``,
+:func:`dsbench.results.asv.load_all_runs` returns both kinds. Claim files (``results/claims/``,
 published tables to check, not results) are left to :mod:`dsbench.publish.claims`.
 """
 
@@ -35,16 +35,22 @@ import json
 import os
 import re
 import socket
+import sys
 import tempfile
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from dsbench import host, records
+from dsbench import records
+from dsbench.procs import host
 from dsbench.errors import UsageError
 from dsbench.records import fingerprint
+
+if TYPE_CHECKING:
+    from dsbench.hardware import Profile
 
 SCHEMA = "dsbench-result"
 SCHEMA_VERSION = 3
@@ -95,7 +101,7 @@ def default_results_dir() -> Path:
 def writable_results_dir(asked: str | os.PathLike | None) -> tuple[Path, str | None]:
     """Where a run writes: ``asked`` (``--out``), else ``$DSBENCH_RESULTS``, else ``./results``;
     and the line to print when ``./results`` cannot be written (a read-only checkout) and the
-    user's state folder, or else a temporary one, is used instead (:mod:`dsbench.host`). A
+    user's state folder, or else a temporary one, is used instead (:mod:`dsbench.procs.host`). A
     folder the user named is kept: :func:`check_writable` then says why it cannot be used."""
     if asked or os.environ.get("DSBENCH_RESULTS"):
         return Path(asked or default_results_dir()), None
@@ -373,7 +379,7 @@ def load_runs(
     warn: Callable[[str], None] | None = None,
 ) -> list[Run]:
     """All dsbench runs under ``root``, oldest first. Bad files: one warning each, then skipped.
-    asv's result files under ``root/asv`` are read by :func:`dsbench.asv_results.load_all_runs`.
+    asv's result files under ``root/asv`` are read by :func:`dsbench.results.asv.load_all_runs`.
     """
     import sys
 
@@ -391,3 +397,35 @@ def load_runs(
             warn(f"skipping {exc}")
     runs.sort(key=lambda r: (r.created, r.id))
     return runs
+
+
+def new_run_doc(
+    *,
+    suite: str,
+    label: str | None,
+    env: dict,
+    profile: Profile,
+    rows: list[Row],
+    started: datetime,
+    argv: list[str] | None = None,
+) -> records.RunRecord:
+    """A run's document: its rows, environment and profile, started at ``started`` and finished
+    now, on this machine, with this process as its one launch."""
+    finished = datetime.now(UTC)
+    return records.RunRecord(
+        schema=SCHEMA,
+        schema_version=SCHEMA_VERSION,
+        source="dsbench",
+        run_id=new_run_id(started),
+        created=started.isoformat(timespec="seconds"),
+        finished=finished.isoformat(timespec="seconds"),
+        wall_s=round((finished - started).total_seconds(), 3),
+        machine=machine_name(),
+        label=label,
+        suite=suite,
+        argv=argv if argv is not None else sys.argv[1:],
+        env=env,
+        profile=profile.to_dict(),
+        launches=[records.LaunchInfo(started=started.isoformat(timespec="seconds"), pid=os.getpid())],
+        benchmarks=tuple(rows),
+    )

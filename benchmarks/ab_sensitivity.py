@@ -1,4 +1,4 @@
-"""The power of ``dsbench ab`` on this machine: how large a slowdown its verdicts catch here.
+"""How large a slowdown ``dsbench ab`` catches on this machine: its verdicts' statistical power.
 
 Throwaway commits slow a benchmark's step (``--target``: AdamW at 1M parameters of the quick
 suite, by default; every quick AdamW size; or the quick suite's 1024 GEMM) by known fractions of
@@ -8,10 +8,11 @@ the [Note: the design of an A/B] in :mod:`dsbench.cli.ab` says) or the one the f
 (``--launches``, ``--rounds N``, ``--max-time``), and the verdicts are the result, not a pass or
 a fail. For each slowdown it prints whether every row was called worse and the minutes to that
 verdict (the README example's question: ``make bench-power POWER_ARGS="--slowdowns 0.1
---target adamw"``, the Makefile's default). Run it with ``make bench-power`` (or ``python -m
-dsbench.power --slowdowns 0,0.02,0.1 --target gemm --launches --rounds 16 --out DIR``); it
-writes ``power.json`` (one entry per slowdown and case: compare's row, the rounds a side and the
-minutes it took; and per slowdown the summary) and each A/B's two result files under ``DIR``.
+--target adamw"``, the Makefile's default). Run it with ``make bench-power`` (or, from the
+checkout, ``python -m benchmarks.ab_sensitivity --slowdowns 0,0.02,0.1 --target gemm --launches
+--rounds 16 --out DIR``); it writes ``power.json`` (one entry per slowdown and case: compare's
+row, the rounds a side and the minutes it took; and per slowdown the summary) and each A/B's two
+result files under ``DIR``.
 
 The commits are made in a throwaway clone of the checkout's HEAD: a first commit wraps AdamW's
 setup with a slowdown of fraction 0 (so both sides run the same wrapper), and one branch per
@@ -47,9 +48,10 @@ FRACTION_LINE = "_POWER_FRACTION = {frac!r}"
 
 SLOWDOWN = """
 
-# Throwaway change for dsbench's power benchmark (dsbench/power.py): {obj}'s step slowed by a
-# busy-wait of _POWER_FRACTION of its own time, or with _POWER_COUNTED its time counted on the
-# timing core's clock (a counter: 1 ms x (1 + fraction) per step, 0.1 us per clock read).
+# Throwaway change for dsbench's power benchmark (benchmarks/ab_sensitivity.py): {obj}'s step
+# slowed by a busy-wait of _POWER_FRACTION of its own time, or with _POWER_COUNTED its time
+# counted on the timing core's clock (a counter: 1 ms x (1 + fraction) per step, 0.1 us per
+# clock read).
 _POWER_FRACTION = 0.0
 _POWER_COUNTED = {counted!r}
 
@@ -62,7 +64,7 @@ def _power_slowed(setup):
         case = setup(params, ctx)
         fn = case.fn
         if _POWER_COUNTED:
-            import dsbench.timing
+            import dsbench.measure.timing
 
             clock = [0.0]
 
@@ -70,7 +72,8 @@ def _power_slowed(setup):
                 clock[0] += 1e-7
                 return clock[0]
 
-            dsbench.timing.time = types.SimpleNamespace(**{{**vars(time), "perf_counter": read}})
+            timing = dsbench.measure.timing
+            timing.time = types.SimpleNamespace(**{{**vars(time), "perf_counter": read}})
 
             def slow(*args):
                 clock[0] += 1e-3 * (1 + _POWER_FRACTION)
@@ -191,7 +194,9 @@ def launch_spread(docs: list[dict]) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m dsbench.power", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks.ab_sensitivity", description=__doc__.split("\n")[0]
+    )
     p.add_argument(
         "--slowdowns",
         default="0.02,0.1,0.2",

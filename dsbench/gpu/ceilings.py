@@ -1,6 +1,6 @@
 """The box's ceilings for ``dsbench gpu-check``, measured in its own process; one JSON line out.
 
-    python -m dsbench.gpucheck_ceilings --device cuda
+    python -m dsbench.gpu.ceilings --device cuda
 
 - memory: :func:`dsbench.hardware.ceilings.measure_ceilings` (the best of four stream kernels;
   ``copy_bandwidth_gbps``: bytes copied per second by a device-to-device ``Tensor.copy_``) and
@@ -56,7 +56,7 @@ def shape_sweep(device: str, dtypes: tuple[str, ...], shapes) -> dict[str, dict]
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m dsbench.gpucheck_ceilings")
+    p = argparse.ArgumentParser(prog="python -m dsbench.gpu.ceilings")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cuda")
     args = p.parse_args(argv)
     from dsbench.hardware.ceilings import measure_ceilings

@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the checkout: dsbench/gpu/check.py
 MAX_FILES = 8
 MAX_FILE_BYTES = 16 * 2**20
 WHEELS = ROOT / ".wheels"
@@ -152,7 +152,7 @@ def _aa(plan: Plan) -> list[str]:
 STEPS = (
     Step("env", "dsbench env", (30, 30), lambda p: p.dsbench("env", "--device", p.device)),
     Step("ceilings", "copy bandwidth and GEMM shape sweep", (45, 40),
-         lambda p: [p.python, "-m", "dsbench.gpucheck_ceilings", "--device", p.device]),
+         lambda p: [p.python, "-m", "dsbench.gpu.ceilings", "--device", p.device]),
     Step("build", "CUDA/HIP extension build", (150, 0), _build),
     Step("verify", "dsbench verify-gpu", (90, 90),
          lambda p: p.dsbench("verify-gpu", "--device", p.device, "--out", str(p.out),

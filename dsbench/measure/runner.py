@@ -11,30 +11,27 @@ import dataclasses
 import math
 import os
 import re
-import sys
 import traceback
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import torch
 
-from dsbench import host, results
 from dsbench.errors import UsageError
 from dsbench.hardware.caches import Residency, last_level, residency
-from dsbench.memory import host_rss, release_freed
+from dsbench.measure.memory import host_rss, release_freed
+from dsbench.measure.timing import Measurement, TimingConfig, device_cache_levels, measure, merge
+from dsbench.procs import host
 from dsbench.records import (
     OK,
     UNSET,
     CountedWork,
-    LaunchInfo,
     Memory,
     MetricValue,
     Notes,
     Peak,
     Round,
     Row,
-    RunRecord,
     Stats,
     Timing,
     value_or,
@@ -42,7 +39,6 @@ from dsbench.records import (
 from dsbench.stats import Summary, summarize
 from dsbench.suites import BENCHMARKS, Benchmark, Case, Context, Skip, case_id
 from dsbench.suites import ceilings as ceilings_mod
-from dsbench.timing import Measurement, TimingConfig, device_cache_levels, measure, merge
 
 if TYPE_CHECKING:
     from dsbench.hardware import Profile
@@ -326,10 +322,10 @@ def rank_worker(payload: dict, *, device: str, send: Callable) -> None:
 
     Cases of one interleaved group (see ``Benchmark.interleave``) are timed in rounds, A B then
     B A and so on, each round a fresh setup with a share of the budget; their samples are pooled
-    (:func:`dsbench.timing.merge`). Memory is then the largest of the rounds' peaks."""
+    (:func:`dsbench.measure.timing.merge`). Memory is then the largest of the rounds' peaks."""
     import torch.distributed as dist
 
-    from dsbench.distributed import mark
+    from dsbench.procs.distributed import mark
 
     quiet_renamed_collectives()
     bench = BENCHMARKS[payload["benchmark"]]
@@ -405,12 +401,12 @@ def memory_worker(payload: dict, *, device: str, send: Callable) -> None:
 
 
 def _fresh_memory(bench, params, ctx, profile, nranks: int) -> dict | None:
-    from dsbench.distributed import RankFailure, spawn_ranks
+    from dsbench.procs.distributed import RankFailure, spawn_ranks
 
     got: list[dict] = []
     try:
         spawn_ranks(
-            "dsbench.runner:memory_worker",
+            "dsbench.measure.runner:memory_worker",
             nranks,
             {"benchmark": bench.name, "case": params, "ctx": ctx, "profile": profile},
             device_type="cuda" if ctx.gpu else "cpu",
@@ -441,7 +437,7 @@ def run_distributed(
     config: TimingConfig,
     on_row: Callable[[Row], None],
 ) -> None:
-    from dsbench.distributed import RankFailure, spawn_ranks
+    from dsbench.procs.distributed import RankFailure, spawn_ranks
 
     by_ranks: dict[int, list[dict]] = {}
     for params in cases:
@@ -489,7 +485,7 @@ def run_distributed(
         budget = 120 + len(group) * (config.budget_s * 3 + 30 * max(1, config.rounds))
         try:
             spawn_ranks(
-                "dsbench.runner:rank_worker",
+                "dsbench.measure.runner:rank_worker",
                 nranks,
                 payload,
                 device_type="cuda" if ctx.gpu else "cpu",
@@ -521,8 +517,8 @@ def ceiling_mode(suite: str, asked: str | None = None) -> str:
 # the hour. So the ceiling rows a run's benchmarks need (dsbench.suites.ceilings.needed) are
 # timed in slices: one before each benchmark's cases and one after the last, each slice a
 # fresh setup with an equal share of the ceiling's budget, their samples pooled as the rounds
-# of an interleaved case are (dsbench.timing.merge). The ceiling (a high quantile of the pooled
-# rates, dsbench.suites.ceilings.CEILING_QUANTILE) then spans the run as the benchmarks do.
+# of an interleaved case are (dsbench.measure.timing.merge). The ceiling (a high quantile of the
+# pooled rates, dsbench.suites.ceilings.CEILING_QUANTILE) then spans the run as the benchmarks do.
 
 
 def run_suite(
@@ -598,33 +594,3 @@ def run_suite(
         profile = ceilings_mod.profile_with(profile, found)
         out = ceilings_mod.apply(out, found, profile) + measured
     return out, profile
-
-
-def new_run_doc(
-    *,
-    suite: str,
-    label: str | None,
-    env: dict,
-    profile: Profile,
-    rows: list[Row],
-    started: datetime,
-    argv: list[str] | None = None,
-) -> RunRecord:
-    finished = datetime.now(UTC)
-    return RunRecord(
-        schema=results.SCHEMA,
-        schema_version=results.SCHEMA_VERSION,
-        source="dsbench",
-        run_id=results.new_run_id(started),
-        created=started.isoformat(timespec="seconds"),
-        finished=finished.isoformat(timespec="seconds"),
-        wall_s=round((finished - started).total_seconds(), 3),
-        machine=results.machine_name(),
-        label=label,
-        suite=suite,
-        argv=argv if argv is not None else sys.argv[1:],
-        env=env,
-        profile=profile.to_dict(),
-        launches=[LaunchInfo(started=started.isoformat(timespec="seconds"), pid=os.getpid())],
-        benchmarks=tuple(rows),
-    )

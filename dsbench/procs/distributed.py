@@ -31,7 +31,7 @@ import time
 import traceback
 from collections.abc import Callable
 
-from dsbench import host
+from dsbench.procs import host
 
 
 class RankFailure(RuntimeError):
@@ -231,7 +231,7 @@ def spawn_ranks(
 # [Note: ranks forked from a server]
 # Ranks start as multiprocessing's ``forkserver`` children: one server process per launcher
 # imports torch once (:data:`PRELOAD`), and each rank is forked from it, so a launch does not pay
-# torch's import on every rank (dsbench/decisions.md, "Ranks forked from a server"). The server
+# torch's import on every rank (docs/decisions.md, "Ranks forked from a server"). The server
 # imports nothing else and never touches a device, so CUDA/ROCm start fresh in each rank. A
 # forked rank would see the server's environment, working directory and import path from when it
 # started; each rank takes the launcher's as they are at the launch instead (``_rank_main``), as

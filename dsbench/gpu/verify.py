@@ -246,7 +246,7 @@ def timing_rows(quick: bool, progress: Progress) -> None:
     """Side-by-side timings through dsbench's suites and timing core under ``progress.env``,
     appended to ``progress.timed`` as each completes; ``progress.profile`` is the profile the
     environment matched, with measured ceilings filled in."""
-    from dsbench import runner
+    from dsbench.measure import runner
     from dsbench.suites import BENCHMARKS
 
     ctx = runner.context_for(progress.env, "full")
@@ -407,10 +407,9 @@ def write_result(out, progress: Progress, started: datetime):
     returns its path. A run stopped before its timings calibrated a profile records the detected
     profile's datasheet figures (``generic-gpu`` or ``cpu`` where none was detected)."""
     from dsbench import results
-    from dsbench.runner import new_run_doc
 
     profile = progress.profile or _detected_profile(progress.env)
-    record = new_run_doc(
+    record = results.new_run_doc(
         suite="verify-gpu",
         label="verify-gpu",
         env=progress.env,

@@ -2,7 +2,8 @@
 
 Ranks come from ``torchrun`` (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT; single or
 multi-node) or from ``dsbench train --nproc N``, which spawns local ranks itself
-(:func:`dsbench.distributed.spawn_ranks`). Either way every rank runs :func:`train_loop`: build
+(:func:`dsbench.procs.distributed.spawn_ranks`). Either way every rank runs :func:`train_loop`:
+build
 the model preset, read the ds_config, build the engine (dsbench's or DeepSpeed's), then run the
 steps on deterministic synthetic data (rank r of W reads micro-batch ``(step*A + m)*W + r``),
 optionally resuming from and saving checkpoints. Rank 0 reports losses and throughput.
@@ -10,7 +11,7 @@ optionally resuming from and saving checkpoints. Rank 0 reports losses and throu
 ``steps`` is the job's total, as DeepSpeed's and Hugging Face's max steps are: a run resumed
 from the checkpoint of step 20 with ``steps=60`` trains steps 20..59 and saves at 60, so a
 scheduler that re-runs the same command after a failure finishes the same job. Each rank marks
-the step it is in (:func:`dsbench.distributed.mark`), so a rank that dies is named with it.
+the step it is in (:func:`dsbench.procs.distributed.mark`), so a rank that dies is named with it.
 
 For ``dsbench soak`` a job may also ask every rank to report a sample every ``sample_every``
 steps (its resident memory, device memory, its own mean step time since the last sample, the
@@ -57,8 +58,8 @@ class TrainJob:
 
 def train_loop(job: TrainJob, *, device: str, send) -> None:
     """Run ``job`` on this rank (the process group is up); ``send`` reports to the launcher."""
-    from dsbench import faults
-    from dsbench.distributed import mark
+    from dsbench.procs import faults
+    from dsbench.procs.distributed import mark
 
     world, rank = dist.get_world_size(), dist.get_rank()
     preset, cfg, engine = _build(job, device, send, world=world, rank=rank)
@@ -136,7 +137,7 @@ def _build(job: TrainJob, device: str, send, *, world: int, rank: int) -> tuple:
 
 def _resume(engine, job: TrainJob) -> int:
     """The step to start from: the checkpoint's data step when resuming, else 0."""
-    from dsbench.distributed import mark
+    from dsbench.procs.distributed import mark
 
     if not (job.resume and job.checkpoint_dir):
         return 0
@@ -206,10 +207,10 @@ def _phase(phases: _Phases | None, name: str):
 def _sample(engine, device: str, *, rank: int, step: int, loss: float, step_s: float) -> dict:
     """What a rank reports every ``sample_every`` steps (memory in bytes, time in seconds):
     resident memory now and its peak since the last sample (the kernel's high-water mark, reset
-    here where it may be), the C heap in use (:func:`dsbench.memory.host_heap_in_use`), on GPUs
-    the allocator's bytes now and their peak likewise."""
+    here where it may be), the C heap in use (:func:`dsbench.measure.memory.host_heap_in_use`), on
+    GPUs the allocator's bytes now and their peak likewise."""
     from dsbench.engines import loss_scale
-    from dsbench.memory import host_heap_in_use, host_peak_rss, host_rss, reset_host_peak
+    from dsbench.measure.memory import host_heap_in_use, host_peak_rss, host_rss, reset_host_peak
 
     sample = {"rank": rank, "step": step, "time": time.time(), "rss": host_rss(),
               "peak_rss": host_peak_rss(), "heap": host_heap_in_use(), "step_s": step_s,
@@ -226,7 +227,7 @@ def _sample(engine, device: str, *, rank: int, step: int, loss: float, step_s: f
 
 
 def _save(engine, job: TrainJob, data_step: int) -> int:
-    from dsbench.distributed import mark
+    from dsbench.procs.distributed import mark
 
     mark(doing=f"saving the checkpoint of step {data_step}")
     engine.save_checkpoint(job.checkpoint_dir, client_state={"data_step": data_step})

@@ -15,7 +15,7 @@ shard partly written), ``save.meta`` (rank 0: all shards and the metadata writte
 renamed into place), ``save.swap`` (rank 0, saving a tag that exists: the old copy moved aside,
 the new one not yet in place), ``save.rename`` (rank 0: renamed into place, ``latest`` not yet
 updated). The rank is ``$RANK`` (set by torchrun and by
-:func:`dsbench.distributed.spawn_ranks`). Unset, :func:`point` costs one dictionary lookup.
+:func:`dsbench.procs.distributed.spawn_ranks`). Unset, :func:`point` costs one dictionary lookup.
 A fault without ``rank=`` acts on every rank that reaches the point (``term@step:step=9`` is a
 scheduler's SIGTERM to the whole job at step 9).
 
