@@ -175,10 +175,11 @@ gpu-check-rehearsal:
 	  echo "dsbench: no Python 3.12 ($(PYTHON312)) found: skipping the gpu-check rehearsal; $(GET_PY312)"; \
 	fi
 
-# The power of `dsbench ab` on this machine: a throwaway commit slowing AdamW (1M, 4M, 16M) by 10%
+# The statistical power of `dsbench ab` on this machine: a throwaway commit slowing AdamW (1M, 4M, 16M) by 10%
 # against its parent with ab's default flags (block rounds until decided, at most 10 minutes):
-# whether every row is called worse, and the minutes to that verdict (benchmarks/ab_sensitivity.py); a result,
-# not a pass/fail. Others: POWER_ARGS="--slowdowns 0,0.02,0.1,0.2 --launches --rounds 6".
+# whether every row is called worse, and the minutes to that verdict
+# (benchmarks/ab_sensitivity.py); a result, not a pass/fail.
+# Others: POWER_ARGS="--slowdowns 0,0.02,0.1,0.2 --launches --rounds 6".
 POWER_ARGS ?= --slowdowns 0.1 --target adamw
 bench-power: $(STAMP)
 	$(BIN)/python -m benchmarks.ab_sensitivity $(POWER_ARGS)
