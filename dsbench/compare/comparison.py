@@ -378,7 +378,7 @@ def report(
     if single:
         notes.append(
             f"{single} row(s) have one value on a side (asv --quick, track_): inconclusive; "
-            "asv keeps real samples with --record-samples and several rounds (see the README)"
+            "asv keeps real samples with --record-samples and several rounds (docs/development.md)"
         )
     diffs = confounders(base.run, cont.run, axes) if not same_run else []
     if diffs:

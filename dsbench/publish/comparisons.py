@@ -84,8 +84,8 @@ AXES = (
         "python=3.11",
         "python=3.12",
         "run `dsbench ab --baseline python=3.11 --contender python=3.12 --suite quick` (both "
-        "Pythons in alternating rounds; or asv over both Pythons with several rounds: see the "
-        "README)",
+        "Pythons in alternating rounds; or asv over both Pythons with several rounds: see "
+        "docs/development.md)",
         "`dsbench ab --baseline python=3.11 --contender python=3.12 --suite {suite}`",
         "quick",
     ),
@@ -412,7 +412,7 @@ def decide_text(axis: Axis, p: Pairing) -> str:
     if any(row.ok and row.stats.n == 1 for run in asv_sides for row in run.rows.values()):
         text += (
             "; for asv's own runs: several rounds with `--record-samples` (asv --quick keeps "
-            "one value per case; see the README)"
+            "one value per case; see docs/development.md)"
         )
     elif asv_sides:
         text += (
