@@ -202,6 +202,8 @@ def test_block_rounds_pair_the_sides_and_call_a_counted_slowdown_worse(tmp_path)
     assert [len(b) for b in blocks] == [ab.BLOCK_PAIRS] * 3  # a round's blocks kept apart
     assert {len(x) for b in blocks for x in b} == {ab.blocks.block_reps(1.2e-3)}  # 42 reps
     assert max(la.order for r in runs for la in r.launches) == 5
+    # idle workers wait passively, and the sides' environment says so
+    assert {r.env["env_vars"].get("OMP_WAIT_POLICY") for r in runs} == {"PASSIVE"}
 
 
 def test_blocks_refuse_a_soak_and_sides_that_share_no_case(tmp_path, capsys):

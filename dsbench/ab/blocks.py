@@ -54,16 +54,32 @@ MIN_BLOCK_REPS, MAX_BLOCK_REPS = 3, 200
 # 8 pairs a case; the option suits an A/B of collectives alone.
 
 
+# [Note: idle workers wait passively]
+# Both sides' workers stay resident and take turns, so while one side times a block the other
+# side's process sits idle. torch's CPU kernels run on libgomp's pool, whose threads spin for a
+# while after each parallel region (OMP_WAIT_POLICY's default): on a 2-core VM the idle side's
+# spinning threads took the cores from the side being timed, by amounts that changed from round
+# to round. A 10% AdamW slowdown on the 2-vCPU EPYC VM (make bench-power, 12-07): with spinning,
+# 1 of 3 rows worse after 65 rounds in the 10-minute limit, the rounds' log ratios spreading
+# 0.25 for AdamW 1M where its block pairs spread 0.08; with OMP_WAIT_POLICY=PASSIVE, 3 of 3
+# worse after 41 rounds in 6.0 min, x0.910-0.915 (docs/decisions.md, "Idle A/B workers wait
+# passively"). So each worker gets OMP_WAIT_POLICY=PASSIVE unless the caller set one; the
+# sides' environment in the result records it.
+
+WAIT_POLICY = "PASSIVE"
+
+
 class Worker:
     """One side's worker process and its line protocol."""
 
     def __init__(self, side: SideEnv, shim: Path, argv: list[str], log: Path):
         self.side, self.log = side, log
+        env = side_environ(side, shim)
+        env.setdefault("OMP_WAIT_POLICY", WAIT_POLICY)  # [Note: idle workers wait passively]
         with log.open("w") as err:
             self.proc = subprocess.Popen(
                 [side.python, "-m", "dsbench.ab.worker", *argv], cwd=log.parent,
-                env=side_environ(side, shim), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=err, text=True,
+                env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
             )  # fmt: skip
 
     def read(self) -> dict:
