@@ -54,6 +54,7 @@ class CLibrary:
         self.flags = (*flags, "-shared", "-fPIC")
         self.why_not: str | None = None
         self._lib: ctypes.CDLL | None = None
+        self._functions: dict[str, object] = {}
         self._loaded = False
         self._lock = threading.Lock()
 
@@ -102,10 +103,14 @@ class CLibrary:
         return self._lib
 
     def function(self, name: str, argtypes: list, restype=None):
-        """The library's function ``name`` with its C signature, or ``None`` without a build."""
-        lib = self.load()
-        if lib is None:
-            return None
-        fn = getattr(lib, name)
-        fn.argtypes, fn.restype = argtypes, restype
+        """The library's function ``name`` with its C signature (set once, on the first call:
+        callers look it up on every call of a hot path), or ``None`` without a build."""
+        fn = self._functions.get(name)
+        if fn is None:
+            lib = self.load()
+            if lib is None:
+                return None
+            fn = getattr(lib, name)
+            fn.argtypes, fn.restype = argtypes, restype
+            self._functions[name] = fn
         return fn
