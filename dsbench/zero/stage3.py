@@ -3,7 +3,8 @@ weights exist only while it runs (gathered in a forward pre-hook, with the next 
 released after its forward; gathered again before its backward; released once its gradients
 are reduced). :class:`Stage3` is the part of :class:`dsbench.zero.engine.ZeroEngine` that does
 this; it holds the units' state (``units``, ``order``, ``recording``, the buffer pools) and takes
-what it uses of the engine as :class:`EngineParts`."""
+what it uses of the engine as :class:`EngineView` (its public settings) and :class:`EngineParts`
+(its collaborators), so this module never imports the engine."""
 
 from __future__ import annotations
 
@@ -11,16 +12,16 @@ import enum
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import torch
 from torch import nn
 
 from dsbench.zero.buckets import Bucket, GradSlot
-from dsbench.zero.collectives import BufferKind, Handle
+from dsbench.zero.collectives import BufferKind, Comm, Handle
 
 if TYPE_CHECKING:
-    from dsbench.zero.engine import ZeroEngine
+    from dsbench.zero.config.settings import ZeroSettings
     from dsbench.zero.offload import HostCopies
 
 # [Note: stage-3 reuse]
@@ -116,6 +117,19 @@ class Unit(Bucket):
         return UnitState.RELEASED if self.gathered is None else UnitState.GATHERED
 
 
+class EngineView(Protocol):
+    """What :class:`Stage3` reads of its engine (:class:`dsbench.zero.engine.ZeroEngine` is
+    one): its public settings and collectives."""
+
+    settings: ZeroSettings
+    module: nn.Module
+    rank: int
+    world: int
+    dtype: torch.dtype
+    device: torch.device
+    comm: Comm
+
+
 @dataclass(frozen=True)
 class EngineParts:
     """The engine's collaborators that :class:`Stage3` uses, handed to it rather than reached
@@ -142,10 +156,10 @@ class Stage3:
     :class:`~dsbench.zero.engine.ZeroEngine` (its ``stage3``). The engine calls :meth:`build`,
     :meth:`release` and :meth:`unstage_grads`, and reads :attr:`units` and :attr:`resident`; the
     units' module hooks call the rest. What it uses of the engine: its public settings, module,
-    rank and world, dtype and device and collectives (``comm``), and ``parts``
+    rank and world, dtype and device and collectives (:class:`EngineView`), and ``parts``
     (:class:`EngineParts`)."""
 
-    def __init__(self, engine: ZeroEngine, parts: EngineParts):
+    def __init__(self, engine: EngineView, parts: EngineParts):
         self.engine = engine
         self.parts = parts
         # partitioned modules, and the unit of each module
