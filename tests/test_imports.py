@@ -12,8 +12,9 @@ module by module where a package holds parts of several layers:
 
 A module may import its own layer and the layers below it; the results layer only the bottom
 and itself; no two parts import each other (two modules of one package are two parts where the
-package is split between layers). A package that only groups parts (measure, procs) has an
-``__init__`` that imports nothing.
+package is split between layers); inside a package no module reaches itself through its
+package's modules (no circle, ``if TYPE_CHECKING:`` imports included). A package that only groups
+parts (measure, procs) has an ``__init__`` that imports nothing.
 """
 
 import ast
@@ -148,6 +149,65 @@ def test_no_two_parts_import_each_other():
     edges = _edges()
     cycles = {(a, b) for a, b in edges if (b, a) in edges}
     assert cycles == set(), sorted(cycles)
+
+
+def _module_edges() -> dict[str, set[str]]:
+    """Module -> the modules of its own package it imports (``if TYPE_CHECKING:`` ones too: an
+    annotation that needs the other module is a dependency all the same)."""
+    files = [*ROOT.joinpath("dsbench").rglob("*.py"), *ROOT.joinpath("kernels").rglob("*.py")]
+    graph: dict[str, set[str]] = {}
+    for path in files:
+        module = _module_of(path)
+        package = module.split(".")[:2]
+        graph[module] = {t for t in _imports(path) if t != module and t.split(".")[:2] == package}
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while (w := stack.pop()) != v:
+                component.append(w)
+            if component:
+                out.append(sorted([v, *component]))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_circles_are_found():
+    """The check below can fail: a three-module circle and a pair are found, a chain is not."""
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"e"}, "e": {"d"}, "f": {"a"}}
+    assert sorted(_circles(graph)) == [["a", "b", "c"], ["d", "e"]]
+
+
+def test_no_import_circle_inside_a_package():
+    """Inside a package the modules form layers of their own: no module reaches itself through
+    imports of its package's modules (a page that imports the site builder that imports every
+    page is such a circle)."""
+    assert [c for c in _circles(_module_edges()) if c[0] not in _CIRCLES_BEING_BROKEN] == []
+
+
+# Issue 41 breaks these two (compare: comparison <-> render; publish: the site builder and its
+# pages); each entry goes when its circle does, and the list then goes too.
+_CIRCLES_BEING_BROKEN = {"dsbench.compare.comparison", "dsbench.publish.claims"}
 
 
 def _imported(argv: list[str]) -> set[str]:
