@@ -65,7 +65,7 @@ class BatchConfig(Section):
 class OptimizerConfig(Section):
     """``optimizer`` of type Adam or AdamW, with its ``params``.
 
-    DeepSpeed (``engine._configure_basic_optimizer``): both names build the same optimizer,
+    DeepSpeed (its engine's ``_configure_basic_optimizer``): both names build the same optimizer,
     ``FusedAdam`` (``DeepSpeedCPUAdam`` when offloading; ``torch.optim.Adam``/``AdamW`` with
     ``"torch_adam": true``) and weight decay is **decoupled** (AdamW) for type ``AdamW``, and
     for type ``Adam`` too unless ``"adam_w_mode": false`` is given (``ADAM_W_MODE_DEFAULT =
