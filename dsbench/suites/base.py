@@ -1,9 +1,9 @@
 """Benchmark definitions: what to run, over which parameters, the work it does, what it reports.
 
 A :class:`Benchmark` is data plus a ``setup`` function. Its cases are dicts of the grid's
-parameters (as result files store them); its functions take each as its ``params`` record, a
-frozen dataclass (:func:`record_of`). ``setup(params, ctx)`` allocates inputs and returns a
-:class:`Case`: the callable to time, its argument sets (rotated by the timing
+parameters (as rows and result files store them); its functions get a case as a frozen typed
+record, its ``params`` class (:func:`record_of`). ``setup(params, ctx)`` allocates inputs and
+returns a :class:`Case`: the callable to time, its argument sets (rotated by the timing
 core), and the :class:`Work` one call performs (FLOPs, bytes moved, bytes on the wire). Metrics
 are functions of that work and the measured seconds, so the same definition serves
 ``dsbench run`` and the asv modules in ``benchmarks/``; nothing is defined twice.
@@ -180,6 +180,8 @@ class Benchmark:
     grid: Callable[[str, Context], dict[str, list]]
     """``grid(suite, ctx)`` -> parameter name -> values; cases are the cartesian product."""
     setup: Callable[[Any, Context], Case]
+    """``setup(params, ctx)`` -> the :class:`Case`, its inputs allocated on ``ctx``'s device;
+    raises :class:`Skip` where the case cannot run here."""
     metrics: tuple[Metric, ...]
     """The first is the primary metric (the one compare ranks changes by)."""
     params: type | None = None
