@@ -8,7 +8,7 @@ import torch.distributed as dist
 from dsbench.engines import build_engine
 from dsbench.models import get_model
 from dsbench.models.data import batch_index
-from dsbench.suites.training import ds_config
+from dsbench.suites.training import TrainingParams, ds_config
 from dsbench.zero.config import load_config
 
 
@@ -18,7 +18,9 @@ def grad_norms(payload, *, device, send):
     world, rank = dist.get_world_size(), dist.get_rank()
     preset = get_model("mlp")
     for stage in payload["stages"]:
-        params = {"stage": stage, "micro_batch": 4, "grad_accum": 2, "dtype": "float32"}
+        params = TrainingParams(model="mlp", comm="native", engine="dsbench", stage=stage,
+                                kernels="torch", ranks=world, dtype="float32", micro_batch=4,
+                                grad_accum=2)  # fmt: skip
         out = {"stage": stage}
         for name, engine_name, every_step in (
             ("dsbench", "dsbench", True),
@@ -33,7 +35,7 @@ def grad_norms(payload, *, device, send):
                 engine_name, preset.build(seed=0), cfg, device="cpu",
                 grad_norm_every_step=every_step,
             )  # fmt: skip
-            for micro in range(params["grad_accum"]):
+            for micro in range(params.grad_accum):
                 index = batch_index(0, rank=rank, world_size=world, micro_step=micro, grad_accum=2)
                 engine.backward(preset.loss(engine, preset.batch(4, seed=0, step=index)))
                 engine.step()

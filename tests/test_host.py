@@ -39,7 +39,7 @@ def test_shm_cases_that_do_not_fit_a_small_dev_shm_move_to_the_temp_folder(small
         f"workspace in {tmp_path}: /dev/shm has 64 MiB free, the workspace needs 384 MiB "
         "(twice its size)"
     )
-    planned = [("allreduce", {"impl": i, "ranks": 2, "size": s})
+    planned = [("allreduce", {"impl": i, "ranks": 2, "dtype": "float32", "size": s})
                for i in ("native", "shm") for s in (MiB, 64 * MiB)]  # fmt: skip
     assert comm.shm_line(planned) == (
         f"/dev/shm has 64 MiB free; the shm collectives at 64 MiB map their workspace in "
@@ -59,13 +59,15 @@ def test_shm_cases_with_no_room_anywhere_skip_and_the_others_set_up(small_shm):
     assert "shm_workspace" not in fits.notes
     native = setup({"impl": "native", "ranks": 2, "dtype": "float32", "size": 64 * MiB}, ctx)
     assert native.work.wire_bytes == 64 * MiB
-    line = comm.shm_line([("allreduce", {"impl": "shm", "ranks": 2, "size": 64 * MiB})])
+    line = comm.shm_line([("allreduce", {"impl": "shm", "ranks": 2, "dtype": "float32",
+                                         "size": 64 * MiB})])  # fmt: skip
     assert "the shm collectives at 64 MiB are skipped (no room in" in line
 
 
 def test_a_big_dev_shm_says_nothing(monkeypatch):
     monkeypatch.setattr(host, "free_bytes", lambda folder: 100 * 1024 * MiB)
-    assert comm.shm_line([("allgather", {"impl": "shm", "ranks": 2, "size": 64 * MiB})]) is None
+    planned = [("allgather", {"impl": "shm", "ranks": 2, "dtype": "float32", "size": 64 * MiB})]
+    assert comm.shm_line(planned) is None
 
 
 def test_ranks_sharing_one_core_are_one_line(monkeypatch):

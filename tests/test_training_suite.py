@@ -2,13 +2,14 @@
 and the same optimizer, dsbench's own collectives in their own rows (never DeepSpeed's), the three
 rows of a (model, stage, kernels) interleaved, and every row naming what its engine really ran."""
 
+import dataclasses
 import json
 
 import pytest
 
 from dsbench.engines.deepspeed import deepspeed_version
 from dsbench.measure import runner
-from dsbench.suites.base import Benchmark, Context, case_id
+from dsbench.suites.base import Benchmark, Context, case_id, record_of
 from dsbench.suites.training import TRAINING
 
 CPU = Context(device="cpu", backend="cpu", suite="training")
@@ -63,9 +64,10 @@ def test_dsbench_gets_the_collectives_its_row_names():
     from dsbench.suites.training import case_kernels
 
     ops = ("allreduce", "reduce_scatter", "allgather")
-    native = case_kernels({"comm": "native", "kernels": "torch"}, "cpu")
+    case = record_of(TRAINING, TRAINING.cases("training", CPU)[0])
+    native = case_kernels(dataclasses.replace(case, comm="native", kernels="torch"), "cpu")
     assert native == {"adamw": "torch", **dict.fromkeys(ops, "native")}
-    shm = case_kernels({"comm": "shm", "kernels": "best"}, "cpu")
+    shm = case_kernels(dataclasses.replace(case, comm="shm", kernels="best"), "cpu")
     assert {op: shm[op] for op in ops} == dict.fromkeys(ops, "shm")
     assert shm["adamw"] == "torch"  # on CPUs: torch's fused AdamW (triton only interprets)
 

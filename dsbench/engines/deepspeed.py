@@ -66,11 +66,11 @@ def build_deepspeed_engine(
         )
     opt = ds_config.get("optimizer")
     if opt is not None:
-        params = opt.setdefault("params", {})
+        kwargs = opt.setdefault("params", {})  # DeepSpeed's ds_config: the optimizer's kwargs
         if cpu:
-            params.setdefault("torch_adam", True)  # DeepSpeed's CPU Adam is a JIT build
-        if fused_optimizer is not None and params.get("torch_adam"):
-            params["fused"] = fused_optimizer  # passed through to torch.optim.AdamW
+            kwargs.setdefault("torch_adam", True)  # DeepSpeed's CPU Adam is a JIT build
+        if fused_optimizer is not None and kwargs.get("torch_adam"):
+            kwargs.update(fused=fused_optimizer)  # passed through to torch.optim.AdamW
     ds_config.setdefault("steps_per_print", 10**9)
     if not deepspeed.comm.is_initialized():
         deepspeed.init_distributed(dist_backend=dist.get_backend(), auto_mpi_discovery=False)

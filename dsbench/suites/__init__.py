@@ -8,7 +8,17 @@ from __future__ import annotations
 
 from dsbench.errors import UsageError, choices_message
 from dsbench.suites import comm, gemm, inference, optim, training
-from dsbench.suites.base import Benchmark, Case, Context, Metric, Skip, Work, case_id
+from dsbench.suites.base import (
+    Benchmark,
+    Case,
+    Context,
+    Metric,
+    ParamsError,
+    Skip,
+    Work,
+    case_id,
+    record_of,
+)
 
 SUITES: dict[str, str] = {
     "smoke": "tiny sizes, for tests and a first look",
@@ -42,9 +52,11 @@ __all__ = [
     "Case",
     "Context",
     "Metric",
+    "ParamsError",
     "Skip",
     "Work",
     "case_id",
     "check_suite",
     "get_benchmark",
+    "record_of",
 ]

@@ -1,7 +1,9 @@
 """Benchmark definitions: what to run, over which parameters, the work it does, what it reports.
 
-A :class:`Benchmark` is data plus a ``setup`` function. ``setup(params, ctx)`` allocates inputs
-and returns a :class:`Case`: the callable to time, its argument sets (rotated by the timing
+A :class:`Benchmark` is data plus a ``setup`` function. Its cases are dicts of the grid's
+parameters (as rows and result files store them); its functions get a case as a frozen typed
+record, its ``params`` class (:func:`record_of`). ``setup(params, ctx)`` allocates inputs and
+returns a :class:`Case`: the callable to time, its argument sets (rotated by the timing
 core), and the :class:`Work` one call performs (FLOPs, bytes moved, bytes on the wire). Metrics
 are functions of that work and the measured seconds, so the same definition serves
 ``dsbench run`` and the asv modules in ``benchmarks/``; nothing is defined twice.
@@ -9,10 +11,12 @@ are functions of that work and the measured seconds, so the same definition serv
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dsbench.records import (
     METRIC_UNITS,
@@ -165,35 +169,53 @@ class Case:
     findings (rank 0's) join the row's notes, e.g. a training step's phase breakdown."""
 
 
+RECORD_FUNCTIONS = ("setup", "work_of", "keep", "unavailable")
+"""The :class:`Benchmark` functions that take a case's parameters, as its ``params`` record."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Benchmark:
     name: str
     description: str
     grid: Callable[[str, Context], dict[str, list]]
     """``grid(suite, ctx)`` -> parameter name -> values; cases are the cartesian product."""
-    setup: Callable[[dict, Context], Case]
+    setup: Callable[[Any, Context], Case]
+    """``setup(params, ctx)`` -> the :class:`Case`, its inputs allocated on ``ctx``'s device;
+    raises :class:`Skip` where the case cannot run here."""
     metrics: tuple[Metric, ...]
     """The first is the primary metric (the one compare ranks changes by)."""
+    params: type | None = None
+    """The frozen dataclass of a case's parameters (its fields the grid's keys), which
+    :data:`RECORD_FUNCTIONS` take: each is called with a case's dict (or record) and gets the
+    record (:func:`record_of`). None: they get the dict as it is (tests' toy benchmarks)."""
     ranks_param: str | None = None
     """For multi-rank benchmarks, the parameter holding the number of ranks to spawn."""
     min_ranks: int = 2
     """Multi-rank benchmarks: the fewest ranks a case can run on (a collective needs 2; a
     training step runs on 1). Fewer make skipped rows that say so, and nothing is spawned."""
-    unavailable: Callable[[dict], str | None] | None = None
+    unavailable: Callable[[Any], str | None] | None = None
     """``unavailable(params)`` -> why a multi-rank case cannot run in this environment (e.g.
     DeepSpeed not installed), checked before any rank is spawned; None: it can."""
     interleave: tuple[str, ...] = ()
     """Multi-rank benchmarks: cases that differ only in these parameters (e.g. ``engine``) are
     timed in alternating rounds (A B, B A, ...; ``TimingConfig.rounds``) inside one launch, so
     that a drift in machine load falls on both sides of their ratio alike."""
-    keep: Callable[[dict], bool] | None = None
+    keep: Callable[[Any], bool] | None = None
     """``keep(params)`` -> whether a combination of the grid is a case at all (e.g. DeepSpeed
     only with torch.distributed's collectives); None: every combination is."""
     suites: tuple[str, ...] = ("smoke", "quick", "full")
-    work_of: Callable[[dict, Context], Work] | None = None
+    work_of: Callable[[Any, Context], Work] | None = None
     """``work_of(params, ctx)`` -> the :class:`Work` one call of the case does, counted without
     allocating anything (``setup`` returns the same, from the same function). Publish uses it
     to model cases no result file holds yet; None where the count needs the case built."""
+
+    def __post_init__(self) -> None:
+        if self.params is None:
+            return
+        for name in RECORD_FUNCTIONS:
+            fn = getattr(self, name)
+            if fn is not None:
+                object.__setattr__(self, name, _taking_record(self, fn))
 
     @property
     def primary(self) -> Metric:
@@ -207,6 +229,47 @@ class Benchmark:
             for values in itertools.product(*(grid[k] for k in keys))
         )
         return [c for c in cases if self.keep is None or self.keep(c)]
+
+
+class ParamsError(ValueError):
+    """A case's parameters that its benchmark's record does not take: an unknown key, or a
+    missing one without a default."""
+
+
+def record_of(kind: Benchmark | type, params: Mapping[str, Any] | Any) -> Any:
+    """The typed record of a case's parameters: ``kind`` is a :class:`Benchmark` (its
+    ``params`` record class) or a record class; ``params`` a dict of its fields (a grid's case,
+    a row's ``params``), or a record of that class, returned as it is. Raises
+    :class:`ParamsError` naming the benchmark's parameters on an unknown or a missing key."""
+    cls = kind.params if isinstance(kind, Benchmark) else kind
+    if cls is None or isinstance(params, cls):
+        return params
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    whose = kind.name if isinstance(kind, Benchmark) else cls.__name__
+    valid = ", ".join(fields)
+    unknown = [k for k in params if k not in fields]
+    if unknown:
+        raise ParamsError(f"{whose} has no parameter {unknown[0]!r}; its parameters: {valid}")
+    missing = [
+        name
+        for name, f in fields.items()
+        if name not in params
+        and f.default is dataclasses.MISSING
+        and f.default_factory is dataclasses.MISSING
+    ]
+    if missing:
+        raise ParamsError(f"{whose} needs parameter {missing[0]!r}; its parameters: {valid}")
+    return cls(**params)
+
+
+def _taking_record(bench: Benchmark, fn: Callable) -> Callable:
+    """``fn(params, *rest)`` called with a case's dict or record: it gets ``bench``'s record."""
+
+    @functools.wraps(fn)
+    def call(params, *rest):
+        return fn(record_of(bench, params), *rest)
+
+    return call
 
 
 def impl_choices(op: str, suite: str, ctx: Context) -> list[str]:

@@ -34,7 +34,17 @@ import dataclasses
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from dsbench.suites.base import Benchmark, Case, Context, Skip, Work, gbps, tflops, time_ms
+from dsbench.suites.base import (
+    Benchmark,
+    Case,
+    Context,
+    Skip,
+    Work,
+    gbps,
+    record_of,
+    tflops,
+    time_ms,
+)
 
 if TYPE_CHECKING:
     from dsbench.hardware import Profile
@@ -56,6 +66,24 @@ WHAT = {
     "update3": "p, m, v += s*g in one C pass on torch's threads (AdamW's traffic: four reads, "
     "three written in place)",
 }
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class StreamParams:
+    """A case of :data:`STREAM`."""
+
+    kernel: str
+    """One of :data:`STREAM_KERNELS`."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class MatmulParams:
+    """A case of :data:`MATMUL`: ``size`` x ``size`` by ``size`` x ``size``."""
+
+    dtype: str
+    """torch dtype name (the dtypes the run's rows take a share of peak in)."""
+    size: int
+    """M = N = K."""
 
 
 def stream_kernels(ctx: Context) -> tuple[str, ...]:
@@ -81,16 +109,16 @@ ARRAYS = {"copy": 2, "triad": 3, "axpy": 2, "addcmul": 3, "update3": 4}
 """Distinct arrays each kernel touches: its working set is this many arrays."""
 
 
-def _stream_work(params: dict, ctx: Context) -> Work:
-    kernel, n = params["kernel"], stream_bytes(ctx)
+def _stream_work(params: StreamParams, ctx: Context) -> Work:
+    kernel, n = params.kernel, stream_bytes(ctx)
     return Work(bytes=float(STREAMS[kernel] * n), working_set=float(ARRAYS[kernel] * n))
 
 
-def _stream_setup(params: dict, ctx: Context) -> Case:
+def _stream_setup(params: StreamParams, ctx: Context) -> Case:
     import torch
 
     n = stream_bytes(ctx) // 4
-    kernel = params["kernel"]
+    kernel = params.kernel
     if kernel == "update3":
         return _update3_setup(n, ctx)
     a = torch.ones(n, device=ctx.torch_device)  # written, so every page is faulted in now
@@ -119,7 +147,7 @@ def _update3_setup(n: int, ctx: Context) -> Case:
     notes = {"what": WHAT["update3"], "array_bytes": n * 4, "threads": threads}
     return Case(
         fn=lambda: cpu_stream.update3(p, m, v, g, 1e-9, threads),
-        work=_stream_work({"kernel": "update3"}, ctx),
+        work=_stream_work(StreamParams(kernel="update3"), ctx),
         notes=notes,
     )
 
@@ -130,6 +158,7 @@ STREAM = Benchmark(
     "addcmul, and on CPUs AdamW's access pattern in C, over arrays four times the last-level "
     "cache",
     grid=_stream_grid,
+    params=StreamParams,
     setup=_stream_setup,
     work_of=_stream_work,
     metrics=(gbps("bandwidth", peak=None), time_ms()),
@@ -145,23 +174,23 @@ def matmul_sizes(suite: str, ctx: Context) -> list[int]:
     return sorted(_grid(suite if suite == "full" else "quick", ctx)["size"])
 
 
-def _matmul_work(params: dict, ctx: Context) -> Work:
-    n = params["size"]
+def _matmul_work(params: MatmulParams, ctx: Context) -> Work:
+    n = params.size
     return Work(flops=2.0 * n**3)
 
 
-def _matmul_setup(params: dict, ctx: Context) -> Case:
+def _matmul_setup(params: MatmulParams, ctx: Context) -> Case:
     import torch
 
     from dsbench.measure.timing import rotation_count
     from dsbench.suites.base import dtype_bits
 
-    n, device = params["size"], ctx.torch_device
-    dtype = getattr(torch, params["dtype"])
+    n, device = params.size, ctx.torch_device
+    dtype = getattr(torch, params.dtype)
     g = torch.Generator(device=device).manual_seed(0)
     sets = [
         tuple(torch.randn(n, n, device=device, generator=g).to(dtype) for _ in range(2))
-        for _ in range(rotation_count(3 * n * n * dtype_bits(params["dtype"]) // 8, device))
+        for _ in range(rotation_count(3 * n * n * dtype_bits(params.dtype) // 8, device))
     ]
     notes = {"what": f"torch.matmul, {n}x{n}x{n}, random normal inputs"}
     return Case(fn=torch.matmul, args=sets, work=_matmul_work(params, ctx), notes=notes)
@@ -175,6 +204,7 @@ MATMUL = Benchmark(
     name="matmul",
     description="matmul ceiling: square torch.matmul over the gemm benchmark's sizes",
     grid=_matmul_grid,
+    params=MatmulParams,
     setup=_matmul_setup,
     work_of=_matmul_work,
     metrics=(
@@ -253,11 +283,12 @@ def ceilings_from(rows: Iterable[Row], slices: int) -> dict[str, Ceiling]:
         if row.status != OK or row.name not in CEILINGS or not row.samples:
             continue
         q = quantile_ci(row.samples, CEILING_QUANTILE)
-        kind = "mem_bandwidth" if row.name == "stream" else f"flops:{row.params['dtype']}"
+        case = record_of(CEILINGS[row.name], row.params)
+        kind = "mem_bandwidth" if isinstance(case, StreamParams) else f"flops:{case.dtype}"
         each.setdefault(kind, []).append(f"{row.id} {q[0]:.4g}")
         if kind not in top or q[0] > top[kind][0][0]:
             top[kind] = (q, row)
-        if row.name == "stream" and row.params["kernel"] == "copy":
+        if isinstance(case, StreamParams) and case.kernel == "copy":
             top["link_bandwidth"] = (q, row)
     pct = f"{CEILING_QUANTILE * 100:.0f}th percentile"
     out = {}

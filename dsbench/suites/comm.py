@@ -16,12 +16,27 @@ extra on CPUs or GPUs (only denormals are slow), so data stays representative.
 from __future__ import annotations
 
 import tempfile
+from dataclasses import dataclass
 
 from dsbench.kernels import registry
 from dsbench.procs import host
-from dsbench.suites.base import Benchmark, Case, Context, Metric, Skip, Work, time_ms
+from dsbench.suites.base import Benchmark, Case, Context, Metric, Skip, Work, record_of, time_ms
 
 MiB = 1024**2
+
+
+@dataclass(frozen=True, kw_only=True)
+class CollectiveParams:
+    """A case of a collective (all-reduce, reduce-scatter, all-gather)."""
+
+    impl: str
+    """The registry's implementation: ``native``, ``ring`` or (CPUs) ``shm``."""
+    ranks: int
+    """Ranks spawned (the benchmark's ``ranks_param``)."""
+    dtype: str
+    """torch dtype name of the buffers."""
+    size: int
+    """S in bytes: the input of a reduce-scatter, the output of an all-gather."""
 
 
 def allreduce_factor(n: int) -> float:
@@ -76,8 +91,8 @@ def collective_work(op: str, size: int, n: int) -> Work:
 
 
 def _make_work(op: str):
-    def work_of(params: dict, ctx: Context) -> Work:
-        return collective_work(op, params["size"], params["ranks"])
+    def work_of(params: CollectiveParams, ctx: Context) -> Work:
+        return collective_work(op, params.size, params.ranks)
 
     return work_of
 
@@ -104,19 +119,20 @@ def shm_placement(op: str, size: int, n: int) -> tuple[str | None, str]:
     return folder, f"workspace in {folder}: {why}"
 
 
-def shm_line(cases: list[tuple[str, dict]]) -> str | None:
+def shm_line(cases: list[tuple[str, dict | CollectiveParams]]) -> str | None:
     """One line for ``dsbench run`` when /dev/shm cannot hold some of the ``shm`` collectives
     planned (``(benchmark, params)``): which sizes map their workspace in the temp folder and
     which are skipped, and how to get more. None when all fit."""
     moved, skipped = set(), set()
-    for op, params in cases:
-        if params.get("impl") != "shm":
+    for op, case in cases:
+        params = record_of(CollectiveParams, case)
+        if params.impl != "shm":
             continue
-        folder, _ = shm_placement(op, params["size"], params["ranks"])
+        folder, _ = shm_placement(op, params.size, params.ranks)
         if folder is None:
-            skipped.add(params["size"])
+            skipped.add(params.size)
         elif folder != host.SHM:
-            moved.add(params["size"])
+            moved.add(params.size)
     if not moved and not skipped:
         return None
     free = host.free_bytes(host.SHM)
@@ -139,20 +155,20 @@ def _sizes(sizes: set[int]) -> str:
 
 
 def _make_setup(op: str):
-    def setup(params: dict, ctx: Context) -> Case:
+    def setup(params: CollectiveParams, ctx: Context) -> Case:
         import torch
 
         n = ctx.world_size
         if n < 2:
             raise Skip(f"{op} needs at least 2 ranks; {n} device visible")
-        impl = registry.get(op, params["impl"])
+        impl = registry.get(op, params.impl)
         ok, why = impl.available("cuda" if ctx.gpu else "cpu")
         if not ok:
             raise Skip(why)
         fn = impl.load()
-        dtype = getattr(torch, params["dtype"])
+        dtype = getattr(torch, params.dtype)
         elt = torch.finfo(dtype).bits // 8
-        size = params["size"]
+        size = params.size
         if size % (elt * n):
             raise Skip(f"size {size} B is not a multiple of {n} ranks x {elt} B")
         device = ctx.torch_device
@@ -167,7 +183,7 @@ def _make_setup(op: str):
             args = [(data, data[: size // elt // n].clone())]
         work = collective_work(op, size, n)
         notes = {"count": size // elt, "busbw_factor": work.busbw_factor}
-        if params["impl"] == "shm":
+        if params.impl == "shm":
             folder, why = shm_placement(op, size, n)
             if folder is None:
                 raise Skip(why)
@@ -200,6 +216,7 @@ def _collective(name: str, description: str) -> Benchmark:
         name=name,
         description=description,
         grid=_grid,
+        params=CollectiveParams,
         setup=_make_setup(name),
         work_of=_make_work(name),
         metrics=_metrics(),

@@ -8,6 +8,8 @@ Inputs are random (never zeros: GPUs draw less power and clock higher on zeros).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from dsbench.kernels import registry
 from dsbench.suites.base import (
     Benchmark,
@@ -22,6 +24,18 @@ from dsbench.suites.base import (
 )
 
 BF16_CPU_FLAGS = ("amx_bf16", "avx512_bf16", "bf16")  # x86 AMX / AVX512-BF16, Arm BF16
+
+
+@dataclass(frozen=True, kw_only=True)
+class GemmParams:
+    """A case of :data:`GEMM`: ``size`` x ``size`` by ``size`` x ``size``."""
+
+    impl: str
+    """The registry's GEMM implementation."""
+    dtype: str
+    """torch dtype name of A, B and C."""
+    size: int
+    """M = N = K."""
 
 
 def cpu_gemm_dtype(flags: tuple[str, ...]) -> tuple[str, str]:
@@ -48,25 +62,25 @@ def _grid(suite: str, ctx: Context) -> dict[str, list]:
     return {"impl": impl_choices("gemm", suite, ctx), "dtype": dtypes, "size": sizes}
 
 
-def _work(params: dict, ctx: Context) -> Work:
+def _work(params: GemmParams, ctx: Context) -> Work:
     """2·n³ FLOPs; bytes: A and B read once, C written once (3·n²·element size), the least
     traffic a square GEMM can move."""
-    n, elt = params["size"], dtype_bits(params["dtype"]) // 8
+    n, elt = params.size, dtype_bits(params.dtype) // 8
     return Work(flops=2.0 * n * n * n, bytes=3.0 * n * n * elt)
 
 
-def _setup(params: dict, ctx: Context) -> Case:
+def _setup(params: GemmParams, ctx: Context) -> Case:
     import torch
 
     from dsbench.measure.timing import rotation_count
 
-    impl = registry.get("gemm", params["impl"])
+    impl = registry.get("gemm", params.impl)
     ok, why = impl.available("cuda" if ctx.gpu else "cpu")
     if not ok:
         raise Skip(why)
     gemm = impl.load()
-    dtype = getattr(torch, params["dtype"])
-    n, device = params["size"], ctx.torch_device
+    dtype = getattr(torch, params.dtype)
+    n, device = params.size, ctx.torch_device
     elt = torch.finfo(dtype).bits // 8
     g = torch.Generator(device=device).manual_seed(0)
     sets = [
@@ -76,7 +90,7 @@ def _setup(params: dict, ctx: Context) -> Case:
     notes = {"shape": f"{n}x{n}x{n}", "accumulate": "fp32"}
     if not ctx.gpu:
         best, why = cpu_gemm_dtype(ctx.cpu_flags)
-        notes["dtype_reason"] = why if params["dtype"] == best else "fp32 for reference"
+        notes["dtype_reason"] = why if params.dtype == best else "fp32 for reference"
     return Case(fn=gemm, args=sets, work=_work(params, ctx), notes=notes)
 
 
@@ -84,6 +98,7 @@ GEMM = Benchmark(
     name="gemm",
     description="dense square GEMM C = A @ B with the vendor library; TFLOP/s = 2MNK / t",
     grid=_grid,
+    params=GemmParams,
     setup=_setup,
     work_of=_work,
     metrics=(

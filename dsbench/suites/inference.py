@@ -15,6 +15,8 @@ writes are not counted.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from dsbench.suites.base import Benchmark, Case, Context, Metric, Work, dtype_bits, tflops, time_ms
 
 DECODE_WINDOW = 64
@@ -28,6 +30,20 @@ GPT_PARAMS = {
 }
 """``get_model(name).num_params()`` of the GPT presets (tests/test_modelled.py checks them), so
 that counting a case's work (publish models cases from it) needs no torch."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class InferenceParams:
+    """A case of :data:`PREFILL` or :data:`DECODE`."""
+
+    model: str
+    """A GPT preset (:data:`GPT_PARAMS`)."""
+    batch: int
+    """Sequences decoded together, B."""
+    prompt: int
+    """Prompt tokens per sequence, T0."""
+    dtype: str
+    """torch dtype name of the weights and activations."""
 
 
 def num_params(model: str) -> int:
@@ -48,32 +64,32 @@ def _grid(suite: str, ctx: Context) -> dict[str, list]:
             "dtype": ["float32"]}  # fmt: skip
 
 
-def _work(params: dict, ctx: Context, *, decode: bool) -> Work:
+def _work(params: InferenceParams, ctx: Context, *, decode: bool) -> Work:
     """One prefill of the prompt (B·T0 tokens) or one decode step (B tokens), counted from the
     preset's parameter count (:func:`num_params`: nothing is allocated)."""
-    n = num_params(params["model"])
-    weight_bytes = n * dtype_bits(params["dtype"]) // 8
-    tokens = params["batch"] * (1 if decode else params["prompt"])
+    n = num_params(params.model)
+    weight_bytes = n * dtype_bits(params.dtype) // 8
+    tokens = params.batch * (1 if decode else params.prompt)
     return Work(tokens=tokens, items=1 if decode else 0, flops=2.0 * n * tokens,
                 bytes=weight_bytes)  # fmt: skip
 
 
-def _model_and_prompt(params: dict, ctx: Context):
+def _model_and_prompt(params: InferenceParams, ctx: Context):
     import torch
 
     from dsbench.models import get_model
     from dsbench.models.gpt import KVCache
 
-    preset = get_model(params["model"])
-    model = preset.build(dtype=getattr(torch, params["dtype"]), device=ctx.device, seed=0).eval()
+    preset = get_model(params.model)
+    model = preset.build(dtype=getattr(torch, params.dtype), device=ctx.device, seed=0).eval()
     g = torch.Generator().manual_seed(0)
     vocab = preset.config.vocab_size
-    prompt = torch.randint(vocab, (params["batch"], params["prompt"]), generator=g)
-    cache = KVCache.allocate(model, params["batch"], params["prompt"] + DECODE_WINDOW)
+    prompt = torch.randint(vocab, (params.batch, params.prompt), generator=g)
+    cache = KVCache.allocate(model, params.batch, params.prompt + DECODE_WINDOW)
     return preset, model, prompt.to(ctx.device), cache
 
 
-def _prefill_setup(params: dict, ctx: Context) -> Case:
+def _prefill_setup(params: InferenceParams, ctx: Context) -> Case:
     import torch
 
     from dsbench.models.gpt import prefill
@@ -89,7 +105,7 @@ def _prefill_setup(params: dict, ctx: Context) -> Case:
                 notes={"params": preset.num_params()})  # fmt: skip
 
 
-def _decode_setup(params: dict, ctx: Context) -> Case:
+def _decode_setup(params: InferenceParams, ctx: Context) -> Case:
     import torch
 
     from dsbench.models.gpt import decode_step, prefill
@@ -125,6 +141,7 @@ DECODE = Benchmark(
     name="decode",
     description="greedy decoding with a KV cache: one token per sequence per step",
     grid=_grid,
+    params=InferenceParams,
     setup=_decode_setup,
     work_of=lambda params, ctx: _work(params, ctx, decode=True),
     metrics=(
@@ -142,6 +159,7 @@ PREFILL = Benchmark(
     name="prefill",
     description="prompt processing into an empty KV cache",
     grid=_grid,
+    params=InferenceParams,
     setup=_prefill_setup,
     work_of=lambda params, ctx: _work(params, ctx, decode=False),
     metrics=(time_ms(), _tokens_per_s(), _tflops()),

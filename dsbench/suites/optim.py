@@ -10,6 +10,8 @@ back), whether or not an implementation actually writes it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from dsbench.kernels import registry
 from dsbench.suites.base import (
     Benchmark,
@@ -28,6 +30,18 @@ ADAMW_STATE_BYTES_PER_PARAM = 16
 """The working set: p, g, m and v, fp32 (what a cache holds between calls)."""
 
 M = 1_000_000
+
+
+@dataclass(frozen=True, kw_only=True)
+class AdamWParams:
+    """A case of :data:`ADAMW`."""
+
+    impl: str
+    """The registry's AdamW implementation."""
+    params: int
+    """Parameters updated per step (fp32 p, g, m and v each this many elements)."""
+    scaler: bool = False
+    """With the fp16 loss scaler's unscaling (the ``full`` suite's grid only)."""
 
 
 def _grid(suite: str, ctx: Context) -> dict[str, list]:
@@ -52,30 +66,30 @@ def _grid(suite: str, ctx: Context) -> dict[str, list]:
     return grid
 
 
-def bytes_per_param(params: dict) -> int:
+def bytes_per_param(case: AdamWParams) -> int:
     """28 B/param; 32 with the loss scaler's unscaling (the unscaled gradient written back)."""
-    return ADAMW_BYTES_PER_PARAM + (4 if params.get("scaler") else 0)
+    return ADAMW_BYTES_PER_PARAM + (4 if case.scaler else 0)
 
 
-def _work(params: dict, ctx: Context) -> Work:
-    n = params["params"]
+def _work(case: AdamWParams, ctx: Context) -> Work:
+    n = case.params
     return Work(
-        bytes=bytes_per_param(params) * n, items=n, working_set=ADAMW_STATE_BYTES_PER_PARAM * n
+        bytes=bytes_per_param(case) * n, items=n, working_set=ADAMW_STATE_BYTES_PER_PARAM * n
     )
 
 
-def _setup(params: dict, ctx: Context) -> Case:
+def _setup(case: AdamWParams, ctx: Context) -> Case:
     import torch
 
     from dsbench.kernels.reference import fused_adamw_supported
     from dsbench.measure.timing import rotation_count
 
-    impl = registry.get("adamw", params["impl"])
+    impl = registry.get("adamw", case.impl)
     ok, why = impl.available("cuda" if ctx.gpu else "cpu")
     if not ok:
         raise Skip(why)
     step = impl.load()
-    n, device = params["params"], ctx.torch_device
+    n, device = case.params, ctx.torch_device
     fused = fused_adamw_supported(device)
     g = torch.Generator(device=device).manual_seed(0)
     sets = []
@@ -84,7 +98,7 @@ def _setup(params: dict, ctx: Context) -> Case:
         m, v = torch.zeros(n, device=device), torch.zeros(n, device=device)
         sets.append(([p], [grad], [m], [v], [torch.zeros((), dtype=torch.float32, device=device)]))
 
-    scale = torch.tensor(1024.0, device=device) if params.get("scaler") else None
+    scale = torch.tensor(1024.0, device=device) if case.scaler else None
     found_inf = torch.zeros((), device=device) if scale is not None else None
     if scale is not None:
         for s in sets:
@@ -110,10 +124,10 @@ def _setup(params: dict, ctx: Context) -> Case:
     return Case(
         fn=fn,
         args=sets,
-        work=_work(params, ctx),
+        work=_work(case, ctx),
         notes={
             "variant": "fused" if fused else "foreach",
-            "bytes_per_param": bytes_per_param(params),
+            "bytes_per_param": bytes_per_param(case),
         },
     )
 
@@ -123,6 +137,7 @@ ADAMW = Benchmark(
     description="AdamW step on fp32 params/grads/moments (torch reference, fused where "
     "available); GB/s at 28 B/param",
     grid=_grid,
+    params=AdamWParams,
     setup=_setup,
     work_of=_work,
     metrics=(
@@ -139,24 +154,32 @@ ADAMW = Benchmark(
 BENCHMARKS = [ADAMW]
 
 
+@dataclass(frozen=True, kw_only=True)
+class CopyParams:
+    """A case of :data:`COPY`."""
+
+    size: int
+    """Bytes copied (float32 elements x 4)."""
+
+
 def _copy_grid(suite: str, ctx: Context) -> dict[str, list]:
     return {"size": [2**30] if ctx.gpu else [2**28]}
 
 
-def _copy_work(params: dict, ctx: Context) -> Work:
-    size = params["size"]
+def _copy_work(case: CopyParams, ctx: Context) -> Work:
+    size = case.size
     return Work(bytes=2.0 * size, working_set=2.0 * size)  # each byte read once, written once
 
 
-def _copy_setup(params: dict, ctx: Context) -> Case:
+def _copy_setup(case: CopyParams, ctx: Context) -> Case:
     import torch
 
-    n = params["size"] // 4
+    n = case.size // 4
     src = torch.rand(n, device=ctx.torch_device)
     dst = torch.empty_like(src)
     return Case(
         fn=lambda: dst.copy_(src),
-        work=_copy_work(params, ctx),
+        work=_copy_work(case, ctx),
         notes={"what": "dst.copy_(src), bytes read + written"},
     )
 
@@ -165,6 +188,7 @@ COPY = Benchmark(
     name="copy",
     description="device memory copy (the measured bandwidth ceiling for memory-bound kernels)",
     grid=_copy_grid,
+    params=CopyParams,
     setup=_copy_setup,
     work_of=_copy_work,
     metrics=(gbps("bandwidth", peak="mem_bandwidth"), time_ms()),

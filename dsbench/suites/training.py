@@ -36,6 +36,33 @@ STAGES = (1, 2, 3)
 COLLECTIVES = ("allreduce", "reduce_scatter", "allgather")
 
 
+@dataclass(frozen=True, kw_only=True)
+class TrainingParams:
+    """A case of :data:`TRAINING` or :data:`TRAINING_OFFLOAD` ([Note: the training rows])."""
+
+    model: str
+    """A model preset (:func:`dsbench.models.get_model`)."""
+    comm: str
+    """dsbench's collectives: the registry's ``native`` (torch.distributed) or ``shm``."""
+    engine: str
+    """``dsbench`` or ``deepspeed``."""
+    stage: int
+    """ZeRO stage, 1-3."""
+    kernels: str
+    """``torch`` (torch's AdamW, unfused) or ``best`` (each engine's fastest)."""
+    ranks: int
+    """Ranks spawned (the benchmark's ``ranks_param``)."""
+    dtype: str
+    """torch dtype name of the training precision."""
+    micro_batch: int
+    """``train_micro_batch_size_per_gpu``."""
+    grad_accum: int
+    """``gradient_accumulation_steps``."""
+    offload: str = ""
+    """``train_step_offload`` only ([Note: the offload rows]): ``optimizer`` or
+    ``optimizer+param``; empty: no offload."""
+
+
 # [Note: the training rows]
 # ``comm=native``, both engines, is the like-for-like comparison: both run torch.distributed's own
 # collectives (gloo on CPUs, NCCL/RCCL on GPUs). dsbench's engine is given the registry's
@@ -109,41 +136,41 @@ def _offload_grid(suite: str, ctx: Context) -> dict[str, list]:
     }
 
 
-def _offload_keep(params: dict) -> bool:
-    return params["offload"] == "optimizer" or params["stage"] == 3
+def _offload_keep(params: TrainingParams) -> bool:
+    return params.offload == "optimizer" or params.stage == 3
 
 
-def _keep(params: dict) -> bool:
+def _keep(params: TrainingParams) -> bool:
     """DeepSpeed has its own comm layer over torch.distributed: only ``comm=native`` rows."""
-    return params["engine"] == "dsbench" or params["comm"] == "native"
+    return params.engine == "dsbench" or params.comm == "native"
 
 
-def ds_config(params: dict, world: int) -> dict:
+def ds_config(params: TrainingParams, world: int) -> dict:
     """The seed article's ZeRO config shape, for the case's stage, precision and batch (and
     offload, ``train_step_offload``)."""
     zero = {
-        "stage": params["stage"],
+        "stage": params.stage,
         "overlap_comm": True,
         "contiguous_gradients": True,
         "reduce_scatter": True,
         "reduce_bucket_size": 50_000_000,
         "allgather_bucket_size": 50_000_000,
     }
-    offload = params.get("offload", "")
+    offload = params.offload
     if "optimizer" in offload:
         zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
     if "param" in offload:
         zero["offload_param"] = {"device": "cpu", "pin_memory": True}
     return {
-        "train_micro_batch_size_per_gpu": params["micro_batch"],
-        "gradient_accumulation_steps": params["grad_accum"],
-        "train_batch_size": params["micro_batch"] * params["grad_accum"] * world,
+        "train_micro_batch_size_per_gpu": params.micro_batch,
+        "gradient_accumulation_steps": params.grad_accum,
+        "train_batch_size": params.micro_batch * params.grad_accum * world,
         "optimizer": {
             "type": "AdamW",
             "params": {"lr": 1e-4, "weight_decay": 0.01, "torch_adam": True},
         },
-        "fp16": {"enabled": params["dtype"] == "float16"},
-        "bf16": {"enabled": params["dtype"] == "bfloat16"},
+        "fp16": {"enabled": params.dtype == "float16"},
+        "bf16": {"enabled": params.dtype == "bfloat16"},
         "zero_optimization": zero,
     }
 
@@ -161,20 +188,20 @@ def _runs_here(op: str, name: str, device: str) -> tuple[bool, str]:
     return ok, why
 
 
-def case_kernels(params: dict, device: str) -> dict[str, str]:
-    """The registry implementations dsbench's engine runs for a case: ``params["comm"]`` for the
+def case_kernels(params: TrainingParams, device: str) -> dict[str, str]:
+    """The registry implementations dsbench's engine runs for a case: ``params.comm`` for the
     three collectives, and for ``adamw`` the fastest that really runs here (``kernels=best``:
     cuda, triton, then torch) or torch's (``kernels=torch``). Raises Skip when ``comm`` cannot run
     here."""
-    preference = ["cuda", "triton", "torch"] if params["kernels"] == "best" else ["torch"]
-    if params.get("offload"):  # the step runs on host tensors
+    preference = ["cuda", "triton", "torch"] if params.kernels == "best" else ["torch"]
+    if params.offload:  # the step runs on host tensors
         preference = ["torch"]
     chosen = {"adamw": next(n for n in preference if _runs_here("adamw", n, device)[0])}
     for op in COLLECTIVES:
-        ok, why = _runs_here(op, params["comm"], device)
+        ok, why = _runs_here(op, params.comm, device)
         if not ok:
-            raise Skip(f"comm={params['comm']}: {op} cannot run here: {why}")
-        chosen[op] = params["comm"]
+            raise Skip(f"comm={params.comm}: {op} cannot run here: {why}")
+        chosen[op] = params.comm
     return chosen
 
 
@@ -294,16 +321,16 @@ def deepspeed_notes(engine) -> dict:
     }
 
 
-def _unavailable(params: dict) -> str | None:
+def _unavailable(params: TrainingParams) -> str | None:
     """A DeepSpeed row where DeepSpeed is not installed: skipped before any rank is spawned."""
     from dsbench.engines.deepspeed import INSTALL_HINT, deepspeed_version
 
-    if params["engine"] == "deepspeed" and deepspeed_version() is None:
+    if params.engine == "deepspeed" and deepspeed_version() is None:
         return f"DeepSpeed is not installed; {INSTALL_HINT}"
     return None
 
 
-def _check_deepspeed(params: dict) -> None:
+def _check_deepspeed(params: TrainingParams) -> None:
     """Skip a DeepSpeed case where DeepSpeed is missing or the case is not one it runs."""
     from dsbench.engines.deepspeed import INSTALL_HINT, deepspeed_version
 
@@ -324,22 +351,22 @@ class _Built:
     engine: Any
 
 
-def _build(params: dict, ctx: Context, world: int) -> _Built:
+def _build(params: TrainingParams, ctx: Context, world: int) -> _Built:
     """The case's model, ZeRO config and engine."""
     from dsbench.engines import build_engine
     from dsbench.models import get_model
     from dsbench.zero.config import load_config
 
-    preset = get_model(params["model"])
+    preset = get_model(params.model)
     cfg = load_config(
-        ds_config(params, world), world_size=world, warn=lambda m: None, for_engine=params["engine"]
+        ds_config(params, world), world_size=world, warn=lambda m: None, for_engine=params.engine
     )
-    deepspeed = params["engine"] == "deepspeed"
+    deepspeed = params.engine == "deepspeed"
     kernels = None if deepspeed else case_kernels(params, "cuda" if ctx.gpu else "cpu")
-    fused = True if params["kernels"] == "best" else None
+    fused = True if params.kernels == "best" else None
     model = preset.build(seed=0, device=ctx.device)
     engine = build_engine(
-        params["engine"],
+        params.engine,
         model,
         cfg,
         device=ctx.device,
@@ -350,7 +377,7 @@ def _build(params: dict, ctx: Context, world: int) -> _Built:
     return _Built(preset=preset, cfg=cfg, kernels=kernels, fused=fused, engine=engine)
 
 
-def _step_functions(built: _Built, params: dict, ctx: Context, world: int):
+def _step_functions(built: _Built, params: TrainingParams, ctx: Context, world: int):
     """``train_step()`` (one timed optimizer step) and ``micro_batches()`` (the next step's
     micro-batches, for the floor and the phases), both advancing the same step counter."""
     import torch
@@ -359,8 +386,8 @@ def _step_functions(built: _Built, params: dict, ctx: Context, world: int):
     from dsbench.models.data import batch_index
 
     preset, engine = built.preset, built.engine
-    mb, gas, rank = params["micro_batch"], params["grad_accum"], dist.get_rank()
-    dtype = getattr(torch, params["dtype"])
+    mb, gas, rank = params.micro_batch, params.grad_accum, dist.get_rank()
+    dtype = getattr(torch, params.dtype)
     state = {"step": 0}
 
     def batch(step: int, micro: int) -> tuple:
@@ -386,7 +413,9 @@ def _step_functions(built: _Built, params: dict, ctx: Context, world: int):
     return train_step, micro_batches
 
 
-def _profile_function(built: _Built, micro_batches, params: dict, ctx: Context, world: int):
+def _profile_function(
+    built: _Built, micro_batches, params: TrainingParams, ctx: Context, world: int
+):
     """``profile()``, called after timing: this rank's compute-only floor, and the phases of a
     few more steps."""
     preset, engine = built.preset, built.engine
@@ -400,8 +429,8 @@ def _profile_function(built: _Built, micro_batches, params: dict, ctx: Context, 
 
         adamw = registry.get("adamw", (built.kernels or {}).get("adamw", "torch"))
         floor = measure_floor(
-            preset, micro_batches(), dtype=getattr(torch, params["dtype"]), device=ctx.device,
-            owned=owned_elements(preset.num_params(), params["stage"], world),
+            preset, micro_batches(), dtype=getattr(torch, params.dtype), device=ctx.device,
+            owned=owned_elements(preset.num_params(), params.stage, world),
             adamw=adamw.load(), fused=getattr(engine, "fused", built.fused),
         )  # fmt: skip
         release_freed(ctx.device)
@@ -411,11 +440,11 @@ def _profile_function(built: _Built, micro_batches, params: dict, ctx: Context, 
     return profile
 
 
-def _setup(params: dict, ctx: Context) -> Case:
+def _setup(params: TrainingParams, ctx: Context) -> Case:
     import torch.distributed as dist
 
     world = dist.get_world_size()
-    deepspeed = params["engine"] == "deepspeed"
+    deepspeed = params.engine == "deepspeed"
     if deepspeed:
         _check_deepspeed(params)
     built = _build(params, ctx, world)
@@ -433,7 +462,7 @@ def _setup(params: dict, ctx: Context) -> Case:
         "world_size": world,
         "train_batch_size": samples,
         **(deepspeed_notes(engine) if deepspeed else dsbench_notes(engine)),
-        **({"offload": _offload_note(cfg, ctx.gpu)} if params.get("offload") else {}),
+        **({"offload": _offload_note(cfg, ctx.gpu)} if params.offload else {}),
         "grad_norm": GRAD_NORM,
         "work_differences": WORK_DIFFERENCES,
     }
@@ -461,6 +490,7 @@ TRAINING = Benchmark(
     description="one optimizer step of ZeRO training (dsbench engine or DeepSpeed) over N ranks, "
     "on torch.distributed's collectives (comm=native) or dsbench's (comm=shm, dsbench only)",
     grid=_grid,
+    params=TrainingParams,
     setup=_setup,
     metrics=(
         Metric(
@@ -494,6 +524,7 @@ TRAINING_OFFLOAD = Benchmark(
     description="one optimizer step of ZeRO training with CPU offload of the optimizer (and at "
     "stage 3 the parameters), dsbench engine and DeepSpeed, over N ranks",
     grid=_offload_grid,
+    params=TrainingParams,
     setup=_setup,
     metrics=TRAINING.metrics,
     ranks_param="ranks",

@@ -92,9 +92,9 @@ def _optimizer_lr(raw: Mapping) -> Any:
     if not isinstance(optimizer, dict):
         return TRAINER_DEFAULTS["optimizer.params.lr"]
     params = optimizer.get("params")
-    if not isinstance(params, dict) or "lr" not in params:
+    if not isinstance(params, dict):
         return _OPTIMIZER_LR_DEFAULT
-    return params["lr"]
+    return params.get("lr", _OPTIMIZER_LR_DEFAULT)
 
 
 def fill(
