@@ -12,13 +12,9 @@ import sys
 from tabulate import tabulate
 
 from dsbench import ab, results
-from dsbench.cli.ab import (
-    add_round_arguments,
-    check_plan,
-    check_round_arguments,
-    launch_all,
-    launch_folder,
-)
+from dsbench.ab import pair
+from dsbench.ab.plan import Launches
+from dsbench.cli.rounds import add_round_arguments, check_round_arguments, suite_of
 from dsbench.stats import round_spread
 
 DEFAULT_ROUNDS = 8
@@ -31,14 +27,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     out = check_round_arguments(args, minimum=3)
     side = ab.parse_side("current")
-    n_cases = check_plan([side], args)
+    design = Launches(suite_of(args))
+    n_cases = max(len(listed) for listed in pair.list_cases([side], design))
     print(
         f"dsbench noise: {n_cases} case(s), {args.rounds} launches of this checkout",
         file=sys.stderr,
     )
     try:
-        with launch_folder("noise") as workdir:
-            (launches,) = launch_all([side], args, workdir)
+        with ab.launch_folder("noise") as workdir:
+            (launches,) = pair.launch([side], design, args.rounds, workdir)
             merged = ab.merge_launches(launches, label=args.label or "noise", purpose="noise")
             path = results.write_run(merged, root=out)
     except ab.LaunchFailed as exc:

@@ -18,13 +18,8 @@ import sys
 import time
 
 from dsbench import ab, results
-from dsbench.cli.ab import (
-    _seconds,
-    add_round_arguments,
-    check_round_arguments,
-    launch_folder,
-    round_verb,
-)
+from dsbench.ab.plan import seconds
+from dsbench.cli.rounds import add_round_arguments, check_round_arguments, suite_of
 from dsbench.errors import UsageError
 from dsbench.records import UNSET, SweepBlock
 
@@ -62,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     from dsbench.sweep import parse_axis, report
 
     out = check_round_arguments(args, minimum=2)  # steps are judged from rounds
-    deadline = time.monotonic() + _seconds(args.max_time)
+    deadline = time.monotonic() + seconds(args.max_time)
     specs = parse_axis(args.axis)
     sides, unusable = [], {}
     for spec in specs:
@@ -81,11 +76,11 @@ def run(args: argparse.Namespace) -> int:
           f"round, seed {seed}), suite {args.suite}, up to {args.max_time}",
           file=sys.stderr)  # fmt: skip
     failed: dict[int, str] = {}
-    with launch_folder("sweep") as workdir:
+    with ab.launch_folder("sweep") as workdir:
         per_side = ab.run_rounds(
             sides,
             rounds=args.rounds,
-            verb=round_verb(args),
+            verb=suite_of(args).verb,
             workdir=workdir,
             progress=lambda line: print(f"dsbench sweep: {line}", file=sys.stderr),
             plan=[s for order in orders for s in order],
