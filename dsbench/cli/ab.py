@@ -80,8 +80,8 @@ def plan_of(args: argparse.Namespace) -> plan.ABPlan:
     if args.block_time is not None and (args.launches or args.soak):
         raise UsageError("--block-time sets the blocks of a round in turns; it does not apply "
                          f"to {'--launches' if args.launches else '--soak'}")  # fmt: skip
-    design = None
-    if not (args.launches or args.soak):  # the block time's range is checked first
+    design = None  # the block time's range is checked before the stopping rule, as it was
+    if not (args.launches or args.soak):
         turn_s = ab.TURN_S if args.block_time is None else args.block_time
         design = plan.Blocks(suite_of(args), block_time=turn_s, required=args.blocks)
     rule = stopping(args)
@@ -117,8 +117,9 @@ def stopping(args: argparse.Namespace) -> plan.Stopping:
 
 
 def run(args: argparse.Namespace) -> int:
+    asked = plan_of(args)
     try:
-        done = pair.measure(plan_of(args))
+        done = pair.measure(asked)
     except ab.LaunchFailed as exc:
         print(f"dsbench ab: {exc}; nothing written", file=sys.stderr)
         return 1
