@@ -4,7 +4,7 @@ Throwaway commits slow a benchmark's step (``--target``: AdamW at 1M parameters 
 suite, by default; every quick AdamW size; or the quick suite's 1024 GEMM) by known fractions of
 its own time (0: an A/A, two commits with the same code); each is measured against its parent
 with ``dsbench ab`` in its default design (block rounds until decided, at most 10 minutes, as
-the [Note: the design of an A/B] in :mod:`dsbench.cli.ab` says) or the one the flags name
+the [Note: the design of an A/B] in :mod:`dsbench.ab.plan` says) or the one the flags name
 (``--launches``, ``--rounds N``, ``--max-time``), and the verdicts are the result, not a pass or
 a fail. For each slowdown it prints whether every row was called worse and the minutes to that
 verdict (the README example's question: ``make bench-power POWER_ARGS="--slowdowns 0.1

@@ -2,9 +2,11 @@
 two commits end to end whose slowdown is counted, not timed (the verdicts' power on simulated
 rounds is in test_stats; on real launches it is a benchmark, `make bench-power`)."""
 
+import dataclasses
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +14,7 @@ import pytest
 
 from benchmarks import ab_sensitivity as power
 from dsbench import ab, results
+from dsbench.ab import plan
 from dsbench.cli import main
 from dsbench.errors import UsageError
 from dsbench.stats import centre, sequential
@@ -254,36 +257,81 @@ def test_a_case_with_short_blocks_gets_the_pairs_that_fit_in_its_block_time():
     assert [w.blocks for w in workers] == [case_pairs((reps + 2) * 2.5e-3, 8, 2.0)] * 2 == [18] * 2
 
 
-def _args(*argv: str):
-    """``dsbench ab``'s parsed arguments, its design set (:func:`dsbench.cli.ab.check_design`)."""
+def _plan(*argv: str):
+    """``dsbench ab``'s plan from its flags (:func:`dsbench.cli.ab.plan_of`)."""
     from dsbench.cli import build_parser
-    from dsbench.cli.ab import check_design
+    from dsbench.cli.ab import plan_of
 
     args = build_parser(["ab"]).parse_args(["ab", "--baseline", "current", "--contender",
                                             "current", *argv])  # fmt: skip
-    check_design(args)
-    return args
+    return plan_of(args)
 
 
 @pytest.mark.parametrize(
-    ("argv", "blocks", "until", "rounds"),
+    ("argv", "design", "stopping"),
     [
-        ([], True, True, None),  # the default: in turns, until decided, up to the time limit
-        (["--blocks", "--until-decided"], True, True, None),  # the default, spelled out
-        (["--soak=--model mlp"], False, True, None),  # a soak: a launch is the unit
-        (["--launches"], False, True, None),
-        (["--rounds", "6"], True, False, 6),
-        (["--launches", "--rounds", "6"], False, False, 6),  # the design before issue 40
-        (["--max-rounds", "40"], True, True, 40),
+        # the default: in turns, until decided, up to the time limit
+        ([], "Blocks", plan.UntilDecided()),
+        (["--blocks", "--until-decided"], "Blocks", plan.UntilDecided()),  # spelled out
+        (["--soak=--model mlp"], "Soak", plan.UntilDecided()),  # a soak: a launch is the unit
+        (["--launches"], "Launches", plan.UntilDecided()),
+        (["--rounds", "6"], "Blocks", plan.FixedRounds(6)),
+        (["--launches", "--rounds", "6"], "Launches", plan.FixedRounds(6)),  # before issue 40
+        (["--max-rounds", "40"], "Blocks", plan.UntilDecided(max_rounds=40)),
+        (
+            ["--max-time", "90s", "--spending", "obrien-fleming"],
+            "Blocks",
+            plan.UntilDecided(max_time="90s", spending="obrien-fleming"),
+        ),
     ],
 )
-def test_the_design_and_stopping_rule_by_default_and_by_flag(argv, blocks, until, rounds):
+def test_the_design_and_stopping_rule_by_default_and_by_flag(argv, design, stopping):
     """[Note: the design of an A/B]: block rounds unless a launch is the unit or --launches
     says so; until decided, stopped by a 10-minute limit and no round cap, unless --rounds."""
-    args = _args(*argv)
-    assert (args.blocks, args.until_decided, args.rounds) == (blocks, until, rounds)
-    if until:
-        assert (args.max_time, args.spending) == ("10m", "pocock")
+    got = _plan(*argv)
+    assert (type(got.design).__name__, got.stopping) == (design, stopping)
+    assert plan.UntilDecided() == plan.UntilDecided(max_time="10m", spending="pocock")
+    assert plan.planned_rounds(got.stopping) == (6 if "6" in argv else 40 if "40" in argv else None)
+
+
+def test_each_design_holds_only_its_own_fields():
+    """A soak has no suite, launch rounds no block time; --blocks given is a required design."""
+    suite = plan.Suite(name="quick", filter="adamw", device="cpu")
+    assert _plan("--filter", "adamw", "--device", "cpu").design == plan.Blocks(suite)
+    assert _plan("--blocks", "--block-time", "3").design.block_time == 3.0
+    assert _plan("--blocks").design.required and not _plan().design.required
+    assert _plan("--launches", "--filter", "adamw", "--device", "cpu").design == plan.Launches(
+        suite
+    )
+    assert _plan("--soak=--model mlp --steps 5").design == plan.Soak(("--model", "mlp", "--steps",
+                                                                      "5"))  # fmt: skip
+    assert {f.name for f in dataclasses.fields(plan.Soak)} == {"args"}
+    assert {f.name for f in dataclasses.fields(plan.Launches)} == {"suite"}
+    assert _plan("--soak=--model mlp").design.verb == ["soak", "--model", "mlp"]
+    assert _plan().design.suite.worker_argv == ["--suite", "quick", "--device", "auto"]
+
+
+@pytest.mark.parametrize(
+    ("build", "needle"),
+    [
+        (lambda: plan.FixedRounds(1), "--rounds must be at least 2, got 1"),
+        (lambda: plan.UntilDecided(max_rounds=2), "--max-rounds must be at least 3, got 2"),
+        (lambda: plan.UntilDecided(max_time="ten"), "--max-time 'ten': give a duration such"),
+        (lambda: plan.UntilDecided(max_time="0"), "--max-time '0': give a duration such as"),
+        (
+            lambda: plan.Blocks(plan.Suite(name="quick"), block_time=-1),
+            "--block-time -1: give 0 to 600 seconds (default 0)",
+        ),
+        (lambda: plan.Soak.parse("--model mlp", filter="adamw"), "does not apply to --soak"),
+        (lambda: plan.Soak.parse("--out=x"), "--soak: leave out --out"),
+        (lambda: plan.Soak.parse("'unclosed"), "--soak ''unclosed': No closing quotation"),
+    ],
+)
+def test_a_plan_out_of_range_cannot_be_built(build, needle):
+    """The plan's types check their own values, with the flags' one-line errors."""
+    with pytest.raises(UsageError) as exc:
+        build()
+    assert needle in str(exc.value) and "\n" not in str(exc.value)
 
 
 @pytest.mark.parametrize(
@@ -306,6 +354,10 @@ def test_the_design_and_stopping_rule_by_default_and_by_flag(argv, blocks, until
         (["--max-rounds", "2"], "--max-rounds must be at least 3, got 2"),
         (["--max-time", "ten"], "--max-time 'ten': give a duration such as 90s"),
         (["--rounds", "1"], "--rounds must be at least 2, got 1"),
+        (["--soak=--model mlp", "--filter", "adamw"], "it does not apply to --soak"),
+        (["--soak=--out=x"], "--soak: leave out --out; dsbench ab writes the rounds' files"),
+        (["--max-time", "ten", "--soak=--out=x"], "--max-time 'ten'"),  # the flags' order kept
+        (["--block-time", "-1", "--max-time", "ten"], "--block-time -1"),
     ],
 )
 def test_contradicting_flags_are_one_line_exit_2(tmp_path, capsys, argv, needle):
@@ -325,38 +377,60 @@ def test_until_decided_plans_its_looks_from_the_time_left_not_a_round_cap():
     """[Note: looks over an open horizon]: 10 s rounds with 10 minutes left plan ~60 rounds a
     side and do not stop at 20; --max-rounds caps the horizon and stops there; a round that
     would end past the time limit makes this one the last."""
-    import time
+    from dsbench.stats.stopping import Looks
 
-    from dsbench.cli.ab import UntilDecided
+    def walls(rounds: int) -> list[list[float]]:
+        return [[5.0] * rounds, [5.0] * rounds]
 
-    until = UntilDecided(_args(), [])
-    final, horizon = until.horizon(_launches([10.0] * 20))
-    assert not final and 75 <= horizon <= 80  # 20 run, ~59 more fit in the 10 minutes left
-    capped = UntilDecided(_args("--max-rounds", "20"), [])
-    assert capped.horizon(_launches([10.0] * 12)) == (False, 20)
-    assert capped.horizon(_launches([10.0] * 20)) == (True, 20) and capped.stopped == "max-rounds"
-    until.deadline = time.monotonic() + 5.0  # less than a round left
-    assert until.horizon(_launches([10.0] * 21)) == (True, 21) and until.stopped == "max-time"
-    assert until.block().spending == "pocock"
+    until = Looks("pocock", deadline=600.0)
+    final, horizon = until.horizon(walls(20), now=0.0)
+    assert not final and horizon == 80  # 20 run, 60 more fit in the 10 minutes left
+    capped = Looks("pocock", deadline=600.0, max_rounds=20)
+    assert capped.horizon(walls(12), now=0.0) == (False, 20)
+    assert capped.horizon(walls(20), now=0.0) == (True, 20) and capped.stopped == "max-rounds"
+    assert until.horizon(walls(21), now=595.0) == (True, 21) and until.stopped == "max-time"
+    look, final = Looks("pocock", deadline=600.0, max_rounds=3).due(walls(3), now=0.0)
+    assert final and look.rounds == 3 and until.look == 0
+
+
+def test_the_rounds_until_decided_record_their_rule():
+    from dsbench.ab.looks import Rounds
+
+    rounds = Rounds(plan.UntilDecided(max_time="5m", spending="obrien-fleming"),
+                    plan.Blocks(plan.Suite(name="quick")), factor=1.05)  # fmt: skip
+    block = rounds.block()
+    assert (block.spending, block.stopped, block.looks, block.max_reps) == (
+        "obrien-fleming", "max-time", 0, None)  # fmt: skip
+    assert rounds.looks.deadline - time.monotonic() == pytest.approx(300.0, abs=5.0)
+
+
+def test_max_reps_are_the_most_any_case_is_worth():
+    from dsbench.stats.stopping import max_reps
+
+    rng = np.random.default_rng(0)
+    sides = [[list(m * np.exp(rng.normal(0, 0.01, 50))) for m in (1e-3, 1.2e-3)]] * 2
+    n = max_reps([sides], launch_s=2.0)
+    assert n == sequential.repetitions(sides, 2.0) and 8 <= n < 1000
+    assert max_reps([sides, [[[], [1.0]], [[1.0], [1.0]]]], launch_s=2.0) is None  # no reps
+    assert max_reps([], launch_s=2.0) is None
 
 
 def test_a_side_that_cannot_take_turns_gets_launch_rounds_or_a_one_line_error(tmp_path):
     """A commit from before the worker: the default design falls back to launch rounds for
     it, saying why; --blocks with it is an error."""
-    from dsbench.cli.ab import cannot_take_turns, turns_or_launches
+    from dsbench.ab.pair import cannot_take_turns, turns_or_launches
 
     old = ab.SideEnv("commit=old", "commit", sys.executable, tmp_path)
     current = ab.parse_side("current")
     assert cannot_take_turns(current) is None
-    args = _args()
-    assert turns_or_launches(args, [current, current], explicit=False) == ""
-    assert args.blocks
-    said = turns_or_launches(args, [current, old], explicit=False)
+    design = _plan().design
+    assert turns_or_launches(design, [current, current]) == (design, "")
+    fallback, said = turns_or_launches(design, [current, old])
     assert said == ("side 'commit=old' has no dsbench/ab/worker.py (commits before December "
                     "2026), so it cannot take turns: launch rounds")  # fmt: skip
-    assert (args.blocks, args.launches) == (False, True)
+    assert fallback == plan.Launches(design.suite)
     with pytest.raises(UsageError, match=r"^--blocks: side 'commit=old' has no .*leave out --bl"):
-        turns_or_launches(_args("--blocks"), [old, current], explicit=True)
+        turns_or_launches(_plan("--blocks").design, [old, current])
 
 
 def test_training_steps_take_their_memory_alone_in_fresh_ranks_every_block_round():
@@ -418,7 +492,7 @@ def test_a_block_round_takes_a_training_steps_memory_alone_in_fresh_ranks(tmp_pa
 
 
 def test_round_files_are_kept_when_anything_fails_after_the_rounds(capsys):
-    from dsbench.cli.ab import launch_folder
+    from dsbench.ab import launch_folder
 
     with pytest.raises(RuntimeError), launch_folder("ab") as kept:
         (kept / "000-baseline.json").write_text("{}")

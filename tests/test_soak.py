@@ -302,19 +302,16 @@ def test_a_soak_ends_at_its_duration_with_the_ranks_agreeing_on_the_last_step(co
 
 
 def test_ab_rounds_of_a_soak_take_its_arguments_with_the_config_made_absolute(config, monkeypatch):
-    from argparse import Namespace
-
-    from dsbench.cli.ab import round_verb
+    from dsbench.ab.plan import Soak
 
     monkeypatch.chdir(config.parent)
-    args = Namespace(soak="--config ds_config.json --model mlp --steps 20", filter=None)
-    assert round_verb(args) == ["soak", "--config", str(config), "--model", "mlp", "--steps", "20"]
-    args.soak = "--config=ds_config.json --out x"
+    soak = Soak.parse("--config ds_config.json --model mlp --steps 20")
+    assert soak.verb == ["soak", "--config", str(config), "--model", "mlp", "--steps", "20"]
+    assert Soak.parse("--config=ds_config.json").verb == ["soak", f"--config={config}"]
     with pytest.raises(UsageError, match="leave out --out"):
-        round_verb(args)
-    args.soak, args.filter = "--config x.json", "adamw"
+        Soak.parse("--config=ds_config.json --out x")
     with pytest.raises(UsageError, match="does not apply to --soak"):
-        round_verb(args)
+        Soak.parse("--config x.json", filter="adamw")
 
 
 @pytest.mark.slow

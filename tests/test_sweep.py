@@ -14,9 +14,9 @@ import pytest
 from benchmarks import ab_sensitivity as power
 from dsbench import ab, results
 from dsbench.cli import main
-from dsbench.cli.sweep import plan_orders
 from dsbench.errors import UsageError
 from dsbench.sweep import candidates, confirm, parse_axis, report
+from dsbench.sweep.rounds import plan_orders
 
 ROOT = Path(__file__).resolve().parents[1]
 RELEASES = ["0.17.1", "0.17.2", "0.18.3", "0.18.4", "0.18.5", "0.18.10", "0.19.0"]

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import shutil
 import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -180,3 +184,20 @@ def run_child(argv: list[str], **kwargs) -> subprocess.CompletedProcess:
 
 class LaunchFailed(RuntimeError):
     """A round's process ended without a result file."""
+
+
+@contextmanager
+def launch_folder(verb: str):
+    """A folder for the rounds' result files: removed once the merged files are written, kept
+    (and named) when anything fails after the rounds ran, so no measurement is lost."""
+    workdir = Path(tempfile.mkdtemp(prefix=f"dsbench-{verb}-"))
+    try:
+        yield workdir
+    except BaseException:
+        if any(workdir.glob("*.json")):
+            print(f"dsbench {verb}: the rounds' result files are kept in {workdir}",
+                  file=sys.stderr)  # fmt: skip
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+        raise
+    shutil.rmtree(workdir, ignore_errors=True)

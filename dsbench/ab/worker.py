@@ -20,7 +20,7 @@ A case that spawns ranks (training steps, collectives) is timed by a resident gr
 ([Note: ranks in turns]); the rest in this process. A case whose peak memory ``dsbench run``
 takes alone in fresh ranks (:func:`takes_fresh_memory`) gets that pass too, at its set-up, and
 its row carries it as ``memory.fresh_process``: one launch of fresh ranks a round, over which
-compare judges its memory row ([Note: the design of an A/B] in :mod:`dsbench.cli.ab`).
+compare judges its memory row ([Note: the design of an A/B] in :mod:`dsbench.ab.plan`).
 """
 
 from __future__ import annotations

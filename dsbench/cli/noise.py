@@ -12,14 +12,8 @@ import sys
 from tabulate import tabulate
 
 from dsbench import ab, results
-from dsbench.cli.ab import (
-    add_round_arguments,
-    check_plan,
-    check_round_arguments,
-    launch_all,
-    launch_folder,
-)
-from dsbench.stats import round_spread
+from dsbench.ab import noise
+from dsbench.cli.rounds import add_round_arguments, check_round_arguments, suite_of
 
 DEFAULT_ROUNDS = 8
 
@@ -30,45 +24,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     out = check_round_arguments(args, minimum=3)
-    side = ab.parse_side("current")
-    n_cases = check_plan([side], args)
-    print(
-        f"dsbench noise: {n_cases} case(s), {args.rounds} launches of this checkout",
-        file=sys.stderr,
-    )
     try:
-        with launch_folder("noise") as workdir:
-            (launches,) = launch_all([side], args, workdir)
-            merged = ab.merge_launches(launches, label=args.label or "noise", purpose="noise")
-            path = results.write_run(merged, root=out)
+        path = noise.calibrate(suite_of(args), args.rounds, out, args.label)
     except ab.LaunchFailed as exc:
         print(f"dsbench noise: {exc}; nothing written", file=sys.stderr)
         return 1
     run_ = results.read_run(path)
-    table = []
-    for row in run_.record.rows:
-        if not row.ok:
-            table.append([row.id, "", "", "", row.status])
-            continue
-        sigma, df = round_spread(row.round_samples())
-        vals = row.launch_values
-        table.append(
-            [
-                row.id,
-                f"{row.value:.4g} {row.unit}",
-                f"{100 * sigma:.2f}%",
-                f"{max(vals) / min(vals):.3f}",
-                f"{df + 1} launches",
-            ]
-        )
-    print(
-        tabulate(
-            table,
-            headers=["benchmark", "centre", "spread (sd of log)", "max/min launch", "n"],
-            disable_numparse=True,
-        )
-    )
-    worst = max((r for r in table if r[2]), key=lambda r: float(r[2][:-1]), default=None)
+    table = noise.spread_table(run_)
+    print(tabulate(table, headers=noise.HEADERS, disable_numparse=True))
+    worst = noise.widest(table)
     print(
         f"\nwrote {path}: the noise figure for machine {run_.machine}"
         + (f" (widest: {worst[0]}, {worst[2]})" if worst else "")
