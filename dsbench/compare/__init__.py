@@ -23,15 +23,13 @@ one of four verdicts from run-level statistics, in the metric's own direction.
   (``backend=cuda`` vs ``backend=rocm``, ``cpu=xeon`` vs ``cpu=epyc``). A driver alone is a
   confounder, still judged.
 
-The work is in four modules: :mod:`~dsbench.compare.selection` (which runs),
+The work is in five modules: :mod:`~dsbench.compare.selection` (which runs),
 :mod:`~dsbench.compare.pairing` (which pair, given only a DeepSpeed version),
-:mod:`~dsbench.compare.comparison` (rows, verdicts, the report) and
-:mod:`~dsbench.compare.render` (the table).
+:mod:`~dsbench.compare.rows` (the row type), :mod:`~dsbench.compare.comparison` (rows,
+verdicts, the report) and :mod:`~dsbench.compare.render` (the table).
 """
 
 from dsbench.compare.comparison import (
-    UNLIKE,
-    ComparedRow,
     Report,
     compare_rows,
     env_label,
@@ -43,6 +41,7 @@ from dsbench.compare.comparison import (
 )
 from dsbench.compare.pairing import pick_runs
 from dsbench.compare.render import FORMATS, interval_text, pct, render
+from dsbench.compare.rows import UNLIKE, ComparedRow
 from dsbench.compare.selection import (
     SELECTOR_KEYS,
     Selector,

@@ -10,9 +10,10 @@ from collections.abc import Mapping, Sequence
 
 from dsbench import records
 from dsbench.compare.render import pct, render
+from dsbench.compare.rows import UNLIKE, ComparedRow
 from dsbench.compare.selection import Side, confounders, is_asv
 from dsbench.errors import UsageError
-from dsbench.records import Direction, fingerprint, value_or
+from dsbench.records import fingerprint, value_or
 from dsbench.results import Run
 from dsbench.stats import (
     VERDICTS,
@@ -29,40 +30,6 @@ from dsbench.stats.sequential import paired_rounds_to_decide, rounds_to_decide
 ENV_LABEL_KEYS = ("python", "deepspeed")
 """Always in an environment label: the axes of asv's matrix."""
 ENV_LABEL_IF_DIFFERENT = ("torch", "triton", "numpy", "backend", "device")
-UNLIKE = "unlike hardware"
-"""The change of a row measured on two unlike machines (:func:`unlike_hardware`): its ratio
-is shown as measured, and it has no verdict."""
-
-
-@dataclasses.dataclass(frozen=True)
-class ComparedRow:
-    id: str
-    unit: str
-    direction: Direction | None
-    baseline: float | None
-    """The baseline's centre: the geometric mean of its rounds' medians (one round: median)."""
-    contender: float | None
-    ratio: float | None
-    change: str
-    """A verdict (:data:`dsbench.stats.VERDICTS`), or why the row is not comparable: 'only in
-    baseline', 'only in contender', 'baseline failed', 'skipped / failed', 'units differ',
-    'unlike hardware' (:data:`UNLIKE`: the ratio and its interval shown, no verdict)."""
-    low: float | None = None
-    """The 99% interval of the ratio."""
-    high: float | None = None
-    basis: str = ""
-    """How the verdict was reached (``t(10)+bootstrap, 6+6 rounds``), or for ``inconclusive``
-    why the data cannot decide."""
-    baseline_env: str = ""
-    """The environment the baseline value came from (set when a side is an asv run)."""
-    contender_env: str = ""
-    to_decide: int | None = None
-    """For an inconclusive row with a spread: the rounds a side that would most likely decide a
-    change of the size seen (:func:`dsbench.stats.sequential.rounds_to_decide`)."""
-
-    @property
-    def comparable(self) -> bool:
-        return self.change in VERDICTS
 
 
 def _side(row: records.Row | None) -> str:

@@ -6,16 +6,13 @@ from __future__ import annotations
 
 import html
 import io
-from typing import TYPE_CHECKING
 
 from tabulate import tabulate
 
 from dsbench.compare import terminal
+from dsbench.compare.rows import ComparedRow
 from dsbench.errors import UsageError, choices_message
 from dsbench.records import HIGHER
-
-if TYPE_CHECKING:
-    from dsbench.compare.comparison import ComparedRow
 
 FORMATS = {"terminal": None, "github": "github", "plain": "simple", "markdown": "pipe",
            "html": "html", "csv": None}  # fmt: skip
