@@ -90,7 +90,7 @@ def test_notes_share_a_number_for_the_same_reason():
 def test_shared_parameters_leave_the_ids_for_a_caption():
     ids = [LONG_ID, LONG_ID.replace("stage=1", "stage=2"), "adamw[impl=torch,params=1000000]",
            "train_step.peak_memory" + LONG_ID.removeprefix("train_step")]  # fmt: skip
-    labels, caption = terminal.short_ids(ids)
+    labels, caption = terminal.short_ids(ids, [*ids[:3], LONG_ID])  # the memory row's case
     assert labels == ["train_step[stage=1]", "train_step[stage=2]",
                       "adamw[impl=torch,params=1000000]",  # alone: nothing shared to leave out
                       "train_step.peak_memory[stage=1]"]  # fmt: skip
@@ -173,7 +173,7 @@ def test_ab_prints_its_comparison_fitting_summary_first(columns, capsys):
     rep = compare.report(base, cont, axes={"deepspeed"}, fmt="terminal", notes=notes, runs=runs)
     worse = compare.regressions(rep.rows)
     assert worse == []  # the real pair: every row inconclusive; plant one regression
-    rep.rows[0] = dataclasses.replace(rep.rows[0], change="worse")
+    rep.rows[0] = dataclasses.replace(rep.rows[0], change=compare.Change.WORSE)
     assert print_report(rep, "terminal", fail_on_regression=True) == 1
     out = capsys.readouterr().out
     _fits(out, columns)

@@ -334,7 +334,7 @@ class UntilDecided:
             rows = compare.compare_rows(b, c, self.args.factor, look.level,
                                         paired=self.args.blocks)  # fmt: skip
             judged = [r for r in rows if r.comparable]
-            open_ = [r for r in judged if r.change == "inconclusive"]
+            open_ = [r for r in judged if r.change is compare.Change.INCONCLUSIVE]
             print(f"dsbench ab: look {k} ({compare.pct(look.level)}, of ~{self.spender.horizon} "
                   f"rounds): {len(judged) - len(open_)}/{len(judged)} decided",
                   file=sys.stderr)  # fmt: skip

@@ -41,7 +41,7 @@ from dsbench.compare.comparison import (
 )
 from dsbench.compare.pairing import pick_runs
 from dsbench.compare.render import FORMATS, interval_text, pct, render
-from dsbench.compare.rows import UNLIKE, ComparedRow
+from dsbench.compare.rows import UNLIKE, ComparedRow, MemoryOf
 from dsbench.compare.selection import (
     SELECTOR_KEYS,
     Selector,
@@ -52,12 +52,16 @@ from dsbench.compare.selection import (
     is_asv,
     param_keys,
 )
+from dsbench.stats import Change, Reason
 
 __all__ = [
     "FORMATS",
     "SELECTOR_KEYS",
     "UNLIKE",
+    "Change",
     "ComparedRow",
+    "MemoryOf",
+    "Reason",
     "Report",
     "Selector",
     "Side",

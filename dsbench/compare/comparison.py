@@ -10,14 +10,16 @@ from collections.abc import Mapping, Sequence
 
 from dsbench import records
 from dsbench.compare.render import pct, render
-from dsbench.compare.rows import UNLIKE, ComparedRow
+from dsbench.compare.rows import UNLIKE, ComparedRow, MemoryOf
 from dsbench.compare.selection import Side, confounders, is_asv
 from dsbench.errors import UsageError
 from dsbench.records import fingerprint, value_or
 from dsbench.results import Run
 from dsbench.stats import (
     VERDICTS,
+    Change,
     Noise,
+    Reason,
     Verdict,
     centre,
     judge,
@@ -76,16 +78,12 @@ def compare_rows(
         bv = b.value if not bs else None
         cv = c.value if not cs else None
         if bs or cs:
-            if "missing" in (bs, cs):
-                why = "only in contender" if bs == "missing" else "only in baseline"
-            elif bs and cs:
-                why = f"{bs} / {cs}"  # e.g. "skipped / failed"
-            else:
-                why = f"baseline {bs}" if bs else f"contender {cs}"
-            out.append(_unjudged(bid, unit_name, direction, bv, cv, why, envs))
+            why = Change.unjudged(bs, cs)  # e.g. "skipped / failed"
+            out.append(_unjudged(bid, unit_name, direction, bv, cv, why, envs, factor))
             continue
         if b.direction != c.direction or b.unit != c.unit:
-            out.append(_unjudged(bid, unit_name, direction, bv, cv, "units differ", envs))
+            out.append(_unjudged(bid, unit_name, direction, bv, cv, Change.UNITS_DIFFER, envs,
+                                 factor))  # fmt: skip
             continue
         b_rounds, c_rounds = b.round_samples(unit), c.round_samples(unit)
         if paired:
@@ -95,16 +93,15 @@ def compare_rows(
             fig = noise.get(bid) if min(len(b_rounds), len(c_rounds)) == 1 else None
             v = judge(b_rounds, c_rounds, direction=direction, factor=factor, level=level,
                       noise=fig)  # fmt: skip
-        row = _row(bid, unit_name, direction, b_rounds, c_rounds, v, envs)
-        if v.change == "inconclusive" and v.low is not None:
+        row = _row(bid, unit_name, direction, b_rounds, c_rounds, v, envs, factor)
+        if v.change is Change.INCONCLUSIVE and v.low is not None:
             if paired:
                 logs = paired_logs(b_blocks, c_blocks)[0]
                 k = paired_rounds_to_decide(logs, factor=factor, level=level)
             else:
                 k = rounds_to_decide(b_rounds, c_rounds, factor=factor, level=level)
             if k:
-                more = f"; about {k} rounds a side would decide x{v.ratio:.3f}"
-                row = dataclasses.replace(row, to_decide=k, basis=row.basis + more)
+                row = dataclasses.replace(row, to_decide=k)
         out.append(row)
         mem = memory_row(bid, b, c, factor=factor, level=level, envs=envs)
         if mem is not None:
@@ -151,8 +148,9 @@ def memory_row(bid: str, b: records.Row, c: records.Row, *, factor: float, level
         return None
     b_rounds, c_rounds = (memory_rounds(m[1]) for m in (bm, cm))
     v = judge(b_rounds, c_rounds, direction="lower", factor=factor, level=level)
-    row = _row(memory_id(bid), MEMORY_UNIT, "lower", b_rounds, c_rounds, v, envs)
-    return dataclasses.replace(row, basis=f"{bm[0]}; {row.basis}")
+    row = _row(memory_id(bid), MEMORY_UNIT, "lower", b_rounds, c_rounds, v, envs, factor)
+    return dataclasses.replace(row, detail=f"{bm[0]}; {row.detail}",
+                               memory=MemoryOf(case=bid, kind=bm[0]))  # fmt: skip
 
 
 def ab_level(base: Run, cont: Run) -> float:
@@ -180,13 +178,14 @@ def _pairs_text(block) -> str:
     return f"{least} or more pairs (as many as fit in {seconds:g} s)"
 
 
-def _unjudged(bid, unit, direction, baseline, contender, why: str, envs) -> ComparedRow:
+def _unjudged(bid, unit, direction, baseline, contender, why: Change, envs,
+              factor: float) -> ComparedRow:  # fmt: skip
     return ComparedRow(id=bid, unit=unit, direction=direction, baseline=baseline,
                        contender=contender, ratio=None, change=why, baseline_env=envs[0],
-                       contender_env=envs[1])  # fmt: skip
+                       contender_env=envs[1], factor=factor)  # fmt: skip
 
 
-def _row(bid, unit, direction, b_rounds, c_rounds, v: Verdict, envs) -> ComparedRow:
+def _row(bid, unit, direction, b_rounds, c_rounds, v: Verdict, envs, factor) -> ComparedRow:
     return ComparedRow(
         id=bid,
         unit=unit,
@@ -197,9 +196,11 @@ def _row(bid, unit, direction, b_rounds, c_rounds, v: Verdict, envs) -> Compared
         change=v.change,
         low=v.low,
         high=v.high,
-        basis=v.why or v.method,
+        detail=v.why or v.method,
         baseline_env=envs[0],
         contender_env=envs[1],
+        reasons=v.reasons,
+        factor=factor,
     )
 
 
@@ -227,13 +228,13 @@ def noise_figures(
 def tally(rows: list[ComparedRow]) -> dict[str, int]:
     """Rows per verdict, plus those on one side only and those failed, skipped or unlike; and
     where there are any, those on unlike hardware (:data:`UNLIKE`)."""
-    counts = {v: 0 for v in VERDICTS} | {"one side only": 0, "not comparable": 0}
+    counts = {str(v): 0 for v in VERDICTS} | {"one side only": 0, "not comparable": 0}
     for r in rows:
         if r.comparable:
-            counts[r.change] += 1
-        elif r.change == UNLIKE:
-            counts[UNLIKE] = counts.get(UNLIKE, 0) + 1
-        elif r.change.startswith("only in"):
+            counts[str(r.change)] += 1
+        elif r.change is UNLIKE:
+            counts[str(UNLIKE)] = counts.get(UNLIKE, 0) + 1
+        elif r.change.one_side_only:
             counts["one side only"] += 1
         else:
             counts["not comparable"] += 1
@@ -266,7 +267,8 @@ def _unjudge(row: ComparedRow, differ: list[str]) -> ComparedRow:
         return row
     what = fingerprint.what_differs(differ)
     return dataclasses.replace(row, change=UNLIKE, to_decide=None,
-                               basis=f"no verdict across hardware ({what} differ)")  # fmt: skip
+                               detail=f"{Reason.UNLIKE_HARDWARE} ({what} differ)",
+                               reasons=(Reason.UNLIKE_HARDWARE,))  # fmt: skip
 
 
 def _unlike_verdict(counts: dict[str, int], unlike: list[str]) -> str:
@@ -279,7 +281,7 @@ def _unlike_verdict(counts: dict[str, int], unlike: list[str]) -> str:
 
 
 def regressions(rows: list[ComparedRow]) -> list[ComparedRow]:
-    return [r for r in rows if r.change == "worse"]
+    return [r for r in rows if r.change == Change.WORSE]
 
 
 @dataclasses.dataclass
@@ -341,7 +343,7 @@ def report(
         )
     rows = compare_rows(base.rows, cont.rows, factor, level, envs=envs, unit=unit, noise=noise,
                         paired=paired)  # fmt: skip
-    single = sum(r.basis.startswith("one value") for r in rows)
+    single = sum(Reason.ONE_VALUE in r.reasons for r in rows)
     if single:
         notes.append(
             f"{single} row(s) have one value on a side (asv --quick, track_): inconclusive; "

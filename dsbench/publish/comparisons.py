@@ -387,14 +387,15 @@ def counts_text(counts: dict[str, int]) -> str:
     return text
 
 
-def reason_of(basis: str) -> str:
-    """An inconclusive row's reason without its particulars (sample counts, suggestions)."""
-    return basis.split(" (", 1)[0].split("; ", 1)[0].strip() or "no interval"
-
-
 def dominant_reason(rows: Iterable[compare.ComparedRow]) -> tuple[str, int, int] | None:
-    """(the reason most inconclusive rows share, how many share it, how many are inconclusive)."""
-    reasons = Counter(reason_of(r.basis) for r in rows if r.change == "inconclusive")
+    """(the reason most inconclusive rows share, how many share it, how many are inconclusive):
+    each row's :attr:`~dsbench.compare.ComparedRow.reason`."""
+    return most_common_reason(r.reason for r in rows if r.change is compare.Change.INCONCLUSIVE)
+
+
+def most_common_reason(texts: Iterable[str]) -> tuple[str, int, int] | None:
+    """(the reason most of ``texts`` give, how many give it, how many there are)."""
+    reasons = Counter(texts)
     if not reasons:
         return None
     reason, n = reasons.most_common(1)[0]
@@ -468,10 +469,13 @@ def partly_undecided(p: Pairing) -> str | None:
         return None
     reason, n, total = found
     share = "all of them" if n == total else f"{n} of them"
-    more = any(r.to_decide for r in p.report.rows if r.change == "inconclusive")
+    more = any(r.to_decide for r in p.report.rows if r.change is compare.Change.INCONCLUSIVE)
     return f"{total} not decided: {reason} ({share})" + (
         "; more rounds would decide them, each row says how many" if more else ""
     )
+
+
+DIFFERS = (compare.Change.BETTER, compare.Change.WORSE)
 
 
 def undecided_all(p: Pairing) -> bool:
@@ -566,13 +570,13 @@ def comparison_table(p: Pairing) -> Html:
             finite(r.contender),
             f"{r.ratio:.3f}" if finite(r.ratio) is not None else "-",
             el("span", compare.interval_text(r) or "-", cls="nowrap"),
-            el("strong", r.change) if r.change in ("better", "worse") else r.change,
+            el("strong", str(r.change)) if r.change in DIFFERS else str(r.change),
             r.basis,
         ]
         if with_env:
             row += [r.baseline_env, r.contender_env]
         rows.append(row)
-        classes.append(r.change if r.comparable else "missing")
+        classes.append(str(r.change) if r.comparable else "missing")
     headers = [
         "benchmark",
         "unit",

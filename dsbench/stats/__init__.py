@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from enum import StrEnum
 from math import exp, lgamma
 
 import numpy as np
@@ -125,7 +126,87 @@ def summarize(samples: Sequence[float], level: float = 0.99) -> Summary:
 # the range of the round medians, and under A/A all three contender rounds fall beyond all
 # three baseline rounds with probability 1/20. The union is never narrower than either.
 
-VERDICTS = ("better", "worse", "unchanged", "inconclusive")
+
+class Change(StrEnum):
+    """A compared row's change: one of the four verdicts :func:`judge` gives, or why the row has
+    none (a side missing or not ok, by its status; units that differ; unlike hardware). Each
+    formats as the text the tables show."""
+
+    BETTER = "better"
+    WORSE = "worse"
+    UNCHANGED = "unchanged"
+    INCONCLUSIVE = "inconclusive"
+    ONLY_IN_BASELINE = "only in baseline"
+    ONLY_IN_CONTENDER = "only in contender"
+    UNITS_DIFFER = "units differ"
+    UNLIKE_HARDWARE = "unlike hardware"
+    BASELINE_FAILED = "baseline failed"
+    BASELINE_SKIPPED = "baseline skipped"
+    BASELINE_INTERRUPTED = "baseline interrupted"
+    CONTENDER_FAILED = "contender failed"
+    CONTENDER_SKIPPED = "contender skipped"
+    CONTENDER_INTERRUPTED = "contender interrupted"
+    FAILED_FAILED = "failed / failed"
+    FAILED_SKIPPED = "failed / skipped"
+    FAILED_INTERRUPTED = "failed / interrupted"
+    SKIPPED_FAILED = "skipped / failed"
+    SKIPPED_SKIPPED = "skipped / skipped"
+    SKIPPED_INTERRUPTED = "skipped / interrupted"
+    INTERRUPTED_FAILED = "interrupted / failed"
+    INTERRUPTED_SKIPPED = "interrupted / skipped"
+    INTERRUPTED_INTERRUPTED = "interrupted / interrupted"
+
+    @classmethod
+    def unjudged(cls, baseline: str, contender: str) -> Change:
+        """Why a pair with a side not ok has no verdict, from each side's status ('' where it
+        is ok, 'missing' where the side lacks the row)."""
+        if "missing" in (baseline, contender):
+            return cls.ONLY_IN_CONTENDER if baseline == "missing" else cls.ONLY_IN_BASELINE
+        if baseline and contender:
+            return cls(f"{baseline} / {contender}")
+        return cls(f"baseline {baseline}" if baseline else f"contender {contender}")
+
+    @property
+    def is_verdict(self) -> bool:
+        """One of the four verdicts (:data:`VERDICTS`), not a reason for having none."""
+        return self in VERDICTS
+
+    @property
+    def one_side_only(self) -> bool:
+        return self in (Change.ONLY_IN_BASELINE, Change.ONLY_IN_CONTENDER)
+
+
+VERDICTS = (Change.BETTER, Change.WORSE, Change.UNCHANGED, Change.INCONCLUSIVE)
+DECIDED = (Change.BETTER, Change.WORSE, Change.UNCHANGED)
+"""The verdicts that decide a row."""
+
+
+class Reason(StrEnum):
+    """Why a verdict is inconclusive, or what else qualifies a row; the row's ``basis`` says it
+    in full, with its particulars. Each formats as the reason's headline."""
+
+    NO_VALUES = "no values to compare"
+    ONE_VALUE = "one value on a side"
+    TOO_FEW_SAMPLES = "too few samples"
+    NO_NOISE_FIGURE = "one round per side and no noise figure for this machine and benchmark"
+    NOT_POSITIVE = "values at or below zero"
+    SPREAD_TOO_WIDE = "spread too wide"
+    """The interval reaches across the factor (headline: :func:`reason_text`)."""
+    EXCLUDES_ONE = "yet it excludes x1"
+    """With :attr:`SPREAD_TOO_WIDE`: something changed, of a size not yet known."""
+    NO_BLOCK_PAIRS = "no positive block pairs to compare"
+    ONE_BLOCK_ROUND = "one round of paired blocks: no spread between rounds to test"
+    UNLIKE_HARDWARE = "no verdict across hardware"
+
+
+def reason_text(reason: Reason, factor: float) -> str:
+    """A reason's headline, as the pages name it: ``spread too wide: the interval reaches across
+    x1.05``; the reason itself for any other."""
+    if reason is Reason.SPREAD_TOO_WIDE:
+        return f"spread too wide: the interval reaches across x{factor:g}"
+    return str(reason)
+
+
 BOOTSTRAP_MIN_ROUNDS = 5
 BOOTSTRAP_RESAMPLES = 1000
 
@@ -144,7 +225,7 @@ class Noise:
 
 @dataclass(frozen=True, kw_only=True)
 class Verdict:
-    change: str
+    change: Change
     """One of :data:`VERDICTS`."""
     ratio: float
     """Contender centre / baseline centre (centre: geometric mean of the round medians)."""
@@ -155,6 +236,8 @@ class Verdict:
     """How the interval was made, e.g. ``t(8)+bootstrap, 5+5 rounds``."""
     why: str = ""
     """For ``inconclusive``: why the data cannot decide."""
+    reasons: tuple[Reason, ...] = ()
+    """What ``why`` says, typed: the reason first, then what qualifies it."""
 
 
 def round_medians(rounds: Sequence[Sequence[float]]) -> np.ndarray:
@@ -234,23 +317,29 @@ def judge(
     c_rounds = [np.asarray(r, float) for r in cont if len(r)]
     nb, nc = sum(map(len, b_rounds)), sum(map(len, c_rounds))
     if not (b_rounds and c_rounds):
-        return Verdict(change="inconclusive", ratio=float("nan"), low=None, high=None,
-                       method="", why="no values to compare")  # fmt: skip
+        return Verdict(change=Change.INCONCLUSIVE, ratio=float("nan"), low=None, high=None,
+                       method="", why="no values to compare",
+                       reasons=(Reason.NO_VALUES,))  # fmt: skip
     if min(x.min() for x in (*b_rounds, *c_rounds)) <= 0:
         return _judge_not_positive(b_rounds, c_rounds, level)
     ratio = centre(c_rounds) / centre(b_rounds)
     kb, kc = len(b_rounds), len(c_rounds)
     shape = f"{kb}+{kc} rounds"
 
-    def undecided(why: str, method: str = "") -> Verdict:
-        return Verdict(change="inconclusive", ratio=ratio, low=None, high=None,
-                       method=method or shape, why=why)  # fmt: skip
+    def undecided(reason: Reason, why: str) -> Verdict:
+        return Verdict(change=Change.INCONCLUSIVE, ratio=ratio, low=None, high=None,
+                       method=shape, why=why, reasons=(reason,))  # fmt: skip
 
     if min(nb, nc) < 2:
-        return undecided("one value on a side (no spread to test: asv --quick, track_)")
+        return undecided(
+            Reason.ONE_VALUE, "one value on a side (no spread to test: asv --quick, track_)"
+        )
     alpha = 1.0 - level
     if min_exact_p(nb, nc) >= alpha:
-        return undecided(f"too few samples ({nb}+{nc}): the exact test cannot reach p<{alpha:g}")
+        return undecided(
+            Reason.TOO_FEW_SAMPLES,
+            f"too few samples ({nb}+{nc}): the exact test cannot reach p<{alpha:g}",
+        )
     lb, lc = np.log(round_medians(b_rounds)), np.log(round_medians(c_rounds))
     ss = float(((lb - lb.mean()) ** 2).sum() + ((lc - lc.mean()) ** 2).sum())
     df = (kb - 1) + (kc - 1)
@@ -261,8 +350,9 @@ def judge(
         parts.append(f"noise figure{f' {noise.source}' if noise.source else ''}")
     if df == 0:
         return undecided(
+            Reason.NO_NOISE_FIGURE,
             "one round per side and no noise figure for this machine and benchmark "
-            "(measure one with `dsbench noise`, or compare in rounds with `dsbench ab`)"
+            "(measure one with `dsbench noise`, or compare in rounds with `dsbench ab`)",
         )
     d = float(np.log(ratio))
     half = float(_sp.stdtrit(df, 1 - alpha / 2)) * np.sqrt(ss / df) * np.sqrt(1 / kb + 1 / kc)
@@ -289,25 +379,28 @@ def _judge_not_positive(b_rounds, c_rounds, level) -> Verdict:
     nb, nc = sum(map(len, b_rounds)), sum(map(len, c_rounds))
     shape = f"{len(b_rounds)}+{len(c_rounds)} rounds"
     if (values == values[0]).all() and min_exact_p(nb, nc) < 1.0 - level:
-        return Verdict(change="unchanged", ratio=1.0, low=1.0, high=1.0,
+        return Verdict(change=Change.UNCHANGED, ratio=1.0, low=1.0, high=1.0,
                        method=f"every value {values[0]:g} on both sides, {shape}")  # fmt: skip
     why = "values at or below zero (a slope, a drift, a count): no ratio to judge"
-    return Verdict(change="inconclusive", ratio=float("nan"), low=None, high=None, method="",
-                   why=why)  # fmt: skip
+    return Verdict(change=Change.INCONCLUSIVE, ratio=float("nan"), low=None, high=None,
+                   method="", why=why, reasons=(Reason.NOT_POSITIVE,))  # fmt: skip
 
 
 def _verdict(ratio, low, high, factor, direction, method) -> Verdict:
     """better / worse beyond ``factor``, unchanged within it, else inconclusive."""
     if low > factor or high < 1 / factor:
         up = low > factor
-        change = "better" if up == (direction == HIGHER) else "worse"
+        change = Change.BETTER if up == (direction == HIGHER) else Change.WORSE
         return Verdict(change=change, ratio=ratio, low=low, high=high, method=method)
     if low >= 1 / factor and high <= factor:
-        return Verdict(change="unchanged", ratio=ratio, low=low, high=high, method=method)
-    why = f"spread too wide: the interval reaches across x{factor:g}"
+        return Verdict(change=Change.UNCHANGED, ratio=ratio, low=low, high=high, method=method)
+    why = reason_text(Reason.SPREAD_TOO_WIDE, factor)
+    reasons = (Reason.SPREAD_TOO_WIDE,)
     if low > 1 or high < 1:  # yet something changed
         why += f"; yet it excludes x1: a change whose size against x{factor:g} is not yet known"
-    return Verdict(change="inconclusive", ratio=ratio, low=low, high=high, method=method, why=why)
+        reasons += (Reason.EXCLUDES_ONE,)
+    return Verdict(change=Change.INCONCLUSIVE, ratio=ratio, low=low, high=high, method=method,
+                   why=why, reasons=reasons)  # fmt: skip
 
 
 # [Note: paired blocks]
@@ -358,15 +451,16 @@ def judge_paired(
         raise ValueError(f"direction must be 'higher' or 'lower', got {direction!r}")
     d, pairs = paired_logs(base, cont)
     if not len(d):
-        return Verdict(change="inconclusive", ratio=float("nan"), low=None, high=None,
-                       method="", why="no positive block pairs to compare")  # fmt: skip
+        return Verdict(change=Change.INCONCLUSIVE, ratio=float("nan"), low=None, high=None,
+                       method="", why="no positive block pairs to compare",
+                       reasons=(Reason.NO_BLOCK_PAIRS,))  # fmt: skip
     k = len(d)
     ratio = float(np.exp(d.mean()))
     shape = f"{k} rounds of {pairs}+ block pairs"
     if k < 2:
-        why = "one round of paired blocks: no spread between rounds to test"
-        return Verdict(change="inconclusive", ratio=ratio, low=None, high=None, method=shape,
-                       why=why)  # fmt: skip
+        return Verdict(change=Change.INCONCLUSIVE, ratio=ratio, low=None, high=None,
+                       method=shape, why=str(Reason.ONE_BLOCK_ROUND),
+                       reasons=(Reason.ONE_BLOCK_ROUND,))  # fmt: skip
     alpha = 1.0 - level
     half = float(_sp.stdtrit(k - 1, 1 - alpha / 2)) * float(np.std(d, ddof=1)) / np.sqrt(k)
     lo, hi = d.mean() - half, d.mean() + half
