@@ -87,7 +87,7 @@ GOLDEN_GITHUB = textwrap.dedent("""\
 def test_golden_table_four_verdicts(tmp_path):
     base, cont = _runs(tmp_path)
     rows = compare.compare_rows(base.rows, cont.rows, factor=1.05)
-    assert compare.render(rows, "github") == GOLDEN_GITHUB
+    assert compare.rows_table(rows, "github") == GOLDEN_GITHUB
     assert [r.id for r in compare.regressions(rows)] == ["adamw[params=1000000]"]
     assert compare.tally(rows) == {
         "better": 1,
@@ -102,7 +102,7 @@ def test_golden_table_four_verdicts(tmp_path):
 def test_golden_csv(tmp_path):
     base, cont = _runs(tmp_path)
     rows = compare.compare_rows(base.rows, cont.rows)
-    assert compare.render(rows, "csv").splitlines()[:3] == [
+    assert compare.rows_table(rows, "csv").splitlines()[:3] == [
         "benchmark,unit,baseline,contender,ratio,99% interval,change,basis",
         "adamw[params=1000000],GB/s ↑,50.01,40.01,0.800,0.797-0.803,worse,t(10)+bootstrap 6+6 rounds",
         "gemm[size=512],ms ↓,10.01,8.006,0.800,0.797-0.803,better,t(10)+bootstrap 6+6 rounds",
@@ -139,7 +139,7 @@ def test_three_samples_apart_are_not_significant():
 def test_html_escapes_cells(tmp_path):
     row = make_row("<script>alert(1)</script>", _series(1.0))
     rows = compare.compare_rows({row["id"]: row}, {row["id"]: row})
-    out = compare.render(rows, "html")
+    out = compare.rows_table(rows, "html")
     assert "<script>" not in out and "&lt;script&gt;" in out
 
 

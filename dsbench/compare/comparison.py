@@ -9,8 +9,8 @@ import math
 from collections.abc import Mapping, Sequence
 
 from dsbench import records
-from dsbench.compare.render import pct, render
-from dsbench.compare.rows import UNLIKE, ComparedRow, MemoryOf
+from dsbench.compare.render import pct
+from dsbench.compare.rows import UNLIKE, ComparedRow, MemoryOf, Report
 from dsbench.compare.selection import Side, confounders, is_asv
 from dsbench.errors import UsageError
 from dsbench.records import fingerprint, value_or
@@ -284,28 +284,18 @@ def regressions(rows: list[ComparedRow]) -> list[ComparedRow]:
     return [r for r in rows if r.change == Change.WORSE]
 
 
-@dataclasses.dataclass
-class Report:
-    notes: list[str]
-    """Which runs were used and what confounds them: print above the table."""
-    table: str
-    verdict: str
-    rows: list[ComparedRow]
-    counts: dict[str, int]
-
-
 def report(
     base: Side | Run,
     cont: Side | Run,
     *,
     axes: set[str],
     factor: float = 1.05,
-    fmt: str = "github",
     notes: list[str] | None = None,
     runs: list[Run] | None = None,
 ) -> Report:
-    """The comparison table with its notes and summary line. ``runs``: where to look for the
-    machine's noise calibration (used for pairs with one launch on a side)."""
+    """The comparison's rows with its notes and summary line (data only: :func:`render` draws
+    it). ``runs``: where to look for the machine's noise calibration (used for pairs with one
+    launch on a side)."""
     base = base if isinstance(base, Side) else Side.whole(base)
     cont = cont if isinstance(cont, Side) else Side.whole(cont)
     notes = list(notes or [])
@@ -374,6 +364,4 @@ def report(
     )  # fmt: skip
     if unlike:
         verdict = _unlike_verdict(counts, unlike)
-    return Report(
-        notes=notes, table=render(rows, fmt, level), verdict=verdict, rows=rows, counts=counts
-    )
+    return Report(notes=notes, verdict=verdict, rows=rows, counts=counts, level=level)

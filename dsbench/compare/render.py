@@ -10,7 +10,7 @@ import io
 from tabulate import tabulate
 
 from dsbench.compare import terminal
-from dsbench.compare.rows import ComparedRow
+from dsbench.compare.rows import ComparedRow, Report
 from dsbench.errors import UsageError, choices_message
 from dsbench.records import HIGHER
 
@@ -45,10 +45,15 @@ def _cells(r: ComparedRow, label: str) -> list[str]:
             str(r.change)]  # fmt: skip
 
 
-def render(rows: list[ComparedRow], fmt: str = "github", level: float = 0.99,
-           limit: int | None = None) -> str:  # fmt: skip
-    """The rows in ``fmt``; ``limit``: the width a terminal table fits (default: the
+def render(report: Report, fmt: str = "github", limit: int | None = None) -> str:
+    """A report's table in ``fmt``; ``limit``: the width a terminal table fits (default: the
     terminal's, at most 100 columns)."""
+    return rows_table(report.rows, fmt, report.level, limit)
+
+
+def rows_table(rows: list[ComparedRow], fmt: str = "github", level: float = 0.99,
+               limit: int | None = None) -> str:  # fmt: skip
+    """The rows in ``fmt``, their intervals at ``level``; ``limit`` as for :func:`render`."""
     if fmt not in FORMATS:
         raise UsageError(choices_message("format", fmt, FORMATS))
     if fmt == "terminal":

@@ -1,7 +1,7 @@
-"""A compared row: one benchmark id of two runs, its values, ratio and change, as
-:mod:`dsbench.compare.comparison` makes it and :mod:`dsbench.compare.render` draws it. What a
-row is (a verdict or why none, the reasons, whose peak memory it is) is typed here, so that no
-reader parses its texts back."""
+"""A compared row (one benchmark id of two runs, its values, ratio and change) and the report
+of them, as :mod:`dsbench.compare.comparison` makes them and :mod:`dsbench.compare.render`
+draws them. What a row is (a verdict or why none, the reasons, whose peak memory it is) is
+typed here, so that no reader parses its texts back."""
 
 from __future__ import annotations
 
@@ -86,3 +86,19 @@ class ComparedRow:
         if not self.reasons:
             return "no interval"
         return reason_text(self.reasons[0], self.factor or 1.05)
+
+
+@dataclasses.dataclass
+class Report:
+    """A comparison as data: its rows, their counts, the summary line and the notes; drawn by
+    :func:`dsbench.compare.render.render`; made by :func:`dsbench.compare.comparison.report`."""
+
+    notes: list[str]
+    """Which runs were used and what confounds them: print above the table."""
+    verdict: str
+    """The summary line: the rows per verdict, at what level, against what factor."""
+    rows: list[ComparedRow]
+    counts: dict[str, int]
+    """Rows per change (:func:`dsbench.compare.comparison.tally`)."""
+    level: float = 0.99
+    """The level of the rows' intervals."""

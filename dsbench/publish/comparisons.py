@@ -269,7 +269,6 @@ def pair(
                 cont,
                 axes=compare.axes_of(b_sel, c_sel),
                 factor=factor,
-                fmt="plain",
                 notes=notes,
                 runs=all_runs if all_runs is not None else runs,
             )
