@@ -1,7 +1,7 @@
 """``dsbench sweep --axis deepspeed=0.17.2,0.18.3..0.19.8``: a series of sides measured in
 interleaved rounds (each round every side once, in a new random order), one result file per
 side, and the series' confirmed steps ([Note: steps found, then confirmed] in
-:mod:`dsbench.sweep.steps`).
+:mod:`dsbench.stats.steps`).
 
 Every side is set up once and cached as ``dsbench ab`` does (``.dsbench/envs``,
 ``.dsbench/worktrees``). A side that cannot be set up (a release pip cannot install, a commit

@@ -11,7 +11,7 @@ from dsbench.compare.comparison import MEMORY_UNIT, memory_id, memory_rounds
 from dsbench.errors import UsageError
 from dsbench.results import Run
 from dsbench.stats import centre
-from dsbench.sweep.steps import Step, candidates, confirm
+from dsbench.stats.steps import Step, candidates, confirm
 
 
 @dataclass

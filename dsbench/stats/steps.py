@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dsbench.stats import Change, Verdict, judge, round_medians
+from dsbench.stats.judge import Change, Verdict, judge, round_medians
 
 
 @dataclass(frozen=True)
