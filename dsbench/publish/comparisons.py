@@ -4,12 +4,12 @@ Each :class:`Axis` is a pair of ``dsbench compare`` selectors. Runs are grouped 
 suite (a quick-suite run is never paired with a training run); in each group that has both
 sides, the newest pair that ``dsbench ab`` measured together in alternating rounds is used,
 else :func:`dsbench.compare.pick_runs` picks the runs, and :func:`dsbench.compare.report` pairs
-the rows and gives each its verdict (better / worse / unchanged / inconclusive, from the 99%
-interval of the ratio), exactly as ``dsbench compare`` would, with the machine's noise figure
-when one exists. A parameter axis (``engine=deepspeed`` vs ``engine=dsbench``, a kernel
-implementation vs torch's own: :func:`kernel_axes`) compares two halves of one run: the run in
-the group that holds the most cases on both sides (a whole suite rather than a ``--filter``'ed
-part), the newest among equals. Noise calibrations (``dsbench noise``) are never a side of a
+the rows and gives each its verdict by the rule of :func:`dsbench.stats.judge.decide`, exactly
+as ``dsbench compare`` would, with the machine's noise figure when one exists. A parameter axis
+(``engine=deepspeed`` vs ``engine=dsbench``, a kernel implementation vs torch's own:
+:func:`kernel_axes`) compares two halves of one run: the run in the group that holds the most
+cases on both sides (a whole suite rather than a ``--filter``'ed part), the newest among
+equals. Noise calibrations (``dsbench noise``) are never a side of a
 run-level axis, only lending their noise figure; for a parameter axis one is a run like any
 other (both halves measured in the same launches).
 
@@ -508,6 +508,7 @@ def comparison_page(site: Site, result: AxisResult) -> None:
             el("code", a.baseline),
             ", contender ",
             el("code", a.contender),
+            # the page says the rule of dsbench.stats.judge.decide for its readers
             ". Ratio = contender / baseline; ↑ higher is better, ↓ lower is better. Each row's "
             "verdict comes from the 99% interval of its ratio over rounds (fresh processes): "
             "better or worse only when the whole interval lies beyond the factor in the metric's "
