@@ -87,7 +87,7 @@ GOLDEN_GITHUB = textwrap.dedent("""\
 def test_golden_table_four_verdicts(tmp_path):
     base, cont = _runs(tmp_path)
     rows = compare.compare_rows(base.rows, cont.rows, factor=1.05)
-    assert compare.render(rows, "github") == GOLDEN_GITHUB
+    assert compare.rows_table(rows, "github") == GOLDEN_GITHUB
     assert [r.id for r in compare.regressions(rows)] == ["adamw[params=1000000]"]
     assert compare.tally(rows) == {
         "better": 1,
@@ -102,7 +102,7 @@ def test_golden_table_four_verdicts(tmp_path):
 def test_golden_csv(tmp_path):
     base, cont = _runs(tmp_path)
     rows = compare.compare_rows(base.rows, cont.rows)
-    assert compare.render(rows, "csv").splitlines()[:3] == [
+    assert compare.rows_table(rows, "csv").splitlines()[:3] == [
         "benchmark,unit,baseline,contender,ratio,99% interval,change,basis",
         "adamw[params=1000000],GB/s ↑,50.01,40.01,0.800,0.797-0.803,worse,t(10)+bootstrap 6+6 rounds",
         "gemm[size=512],ms ↓,10.01,8.006,0.800,0.797-0.803,better,t(10)+bootstrap 6+6 rounds",
@@ -139,7 +139,7 @@ def test_three_samples_apart_are_not_significant():
 def test_html_escapes_cells(tmp_path):
     row = make_row("<script>alert(1)</script>", _series(1.0))
     rows = compare.compare_rows({row["id"]: row}, {row["id"]: row})
-    out = compare.render(rows, "html")
+    out = compare.rows_table(rows, "html")
     assert "<script>" not in out and "&lt;script&gt;" in out
 
 
@@ -356,6 +356,8 @@ def test_peak_memory_is_judged_over_launches_where_the_case_was_measured_alone()
     assert mem.ratio == pytest.approx(1.08, rel=1e-3)
     assert mem.baseline == pytest.approx(1000.33, abs=0.01)
     assert mem.basis.startswith("peak RSS, case alone in fresh ranks; ")
+    assert mem.change is compare.Change.WORSE and rows[0].memory is None
+    assert mem.memory == compare.MemoryOf(case=bid, kind="peak RSS, case alone in fresh ranks")
     (_, same) = compare.compare_rows({bid: base}, {bid: _with_memory(bid, [1001, 1000] * 3)})
     assert same.change == "unchanged"
     shared = _with_memory(bid, [1000] * 6, alone=False)
@@ -364,3 +366,26 @@ def test_peak_memory_is_judged_over_launches_where_the_case_was_measured_alone()
     gpu = compare.compare_rows({bid: _with_memory(bid, [10] * 6, device=True)},
                                {bid: _with_memory(bid, [20] * 6, device=True)})  # fmt: skip
     assert gpu[1].basis.startswith("device peak allocated; ") and gpu[1].change == "worse"
+
+
+def test_a_rows_change_and_reasons_are_typed_and_its_basis_is_drawn_from_them():
+    """Each row's change is a Change (formatting as today's text), an undecided row's reasons
+    are Reasons (its reason headline without particulars), and the basis the tables print is
+    its detail plus the rounds that would decide it."""
+    bid = "b[x=1]"
+    one = {bid: make_row(bid, [1.0])}
+    (r,) = compare.compare_rows(one, one)
+    assert r.change is compare.Change.INCONCLUSIVE and f"{r.change}" == "inconclusive"
+    assert r.reasons == (compare.Reason.ONE_VALUE,) and r.reason == "one value on a side"
+    assert r.basis == r.detail and r.basis.startswith("one value on a side (")
+    wide = compare.ComparedRow(id=bid, unit="s", direction="lower", baseline=1.0, contender=1.0,
+                               ratio=1.02, change=compare.Change.INCONCLUSIVE, low=0.9,
+                               high=1.1, detail="spread too wide: the interval reaches across x1.05",
+                               to_decide=12, reasons=(compare.Reason.SPREAD_TOO_WIDE,),
+                               factor=1.05)  # fmt: skip
+    assert wide.basis == wide.detail + "; about 12 rounds a side would decide x1.020"
+    assert wide.reason == "spread too wide: the interval reaches across x1.05"
+    (gone,) = compare.compare_rows(one, {})
+    assert gone.change is compare.Change.ONLY_IN_BASELINE and not gone.comparable
+    assert compare.Change.unjudged("skipped", "failed") is compare.Change.SKIPPED_FAILED
+    assert compare.Change.unjudged("", "interrupted") is compare.Change.CONTENDER_INTERRUPTED

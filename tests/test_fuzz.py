@@ -263,7 +263,7 @@ def _use_run(run: results.Run) -> results.Run:
             assert results.row_rounds(row) and results.row_rounds(row, "round")
     rows = compare.compare_rows(run.rows, run.rows)
     for fmt in compare.FORMATS:
-        compare.render(rows, fmt)
+        compare.rows_table(rows, fmt)
     return run
 
 
@@ -367,8 +367,8 @@ def test_compare_selectors(compare_runs, baseline, contender, factor, fmt):
     _, runs = compare_runs
 
     def call():
-        rep = build_report(runs, baseline, contender, factor=factor, fmt=fmt)
-        assert rep.table and rep.verdict
+        rep = build_report(runs, baseline, contender, factor=factor)
+        assert compare.render(rep, fmt) and rep.verdict
         return rep
 
     outcome("compare selector", call)

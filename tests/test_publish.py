@@ -128,7 +128,7 @@ def test_engine_page_holds_the_compare_table(fixture_site):
 
     widest = max(reversed(both), key=per_engine)
     base, cont, _ = compare.pick_runs([widest], "engine=deepspeed", "engine=dsbench")
-    rep = compare.report(base, cont, axes={"engine"}, fmt="plain", runs=runs)
+    rep = compare.report(base, cont, axes={"engine"}, runs=runs)
     page = _section(
         (out / "compare" / "engine-dsbench-vs-deepspeed.html").read_text(), "training suite"
     )

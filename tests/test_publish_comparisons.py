@@ -315,16 +315,17 @@ def test_a_partly_decided_pairing_says_why_the_rest_is_not():
     pairing with every row decided says nothing more than its counts."""
     from types import SimpleNamespace
 
-    from dsbench.compare import ComparedRow, tally
+    from dsbench.compare import Change, ComparedRow, Reason, tally
     from dsbench.publish.comparisons import AXES, finding
 
-    def row(change, basis="", to_decide=None):
+    def row(change, reasons=(), to_decide=None):
         return ComparedRow(id="x", unit="u", direction="higher", baseline=1.0, contender=1.0,
-                           ratio=1.0, change=change, basis=basis, to_decide=to_decide)  # fmt: skip
+                           ratio=1.0, change=change, reasons=reasons, to_decide=to_decide,
+                           factor=1.05)  # fmt: skip
 
-    wide = "spread too wide: the interval reaches across x1.05; about 30 rounds a side would"
-    rows = [row("unchanged")] * 13 + [row("inconclusive", wide, 30)] * 27
-    rows += [row("inconclusive", "too few samples (3+3)")] * 2
+    wide = (Reason.SPREAD_TOO_WIDE,)
+    rows = [row(Change.UNCHANGED)] * 13 + [row(Change.INCONCLUSIVE, wide, 30)] * 27
+    rows += [row(Change.INCONCLUSIVE, (Reason.TOO_FEW_SAMPLES,))] * 2
     p = SimpleNamespace(report=SimpleNamespace(rows=rows, counts=tally(rows)))
     text = str(finding(AXES[0], p))
     assert (

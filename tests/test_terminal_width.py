@@ -90,7 +90,7 @@ def test_notes_share_a_number_for_the_same_reason():
 def test_shared_parameters_leave_the_ids_for_a_caption():
     ids = [LONG_ID, LONG_ID.replace("stage=1", "stage=2"), "adamw[impl=torch,params=1000000]",
            "train_step.peak_memory" + LONG_ID.removeprefix("train_step")]  # fmt: skip
-    labels, caption = terminal.short_ids(ids)
+    labels, caption = terminal.short_ids(ids, [*ids[:3], LONG_ID])  # the memory row's case
     assert labels == ["train_step[stage=1]", "train_step[stage=2]",
                       "adamw[impl=torch,params=1000000]",  # alone: nothing shared to leave out
                       "train_step.peak_memory[stage=1]"]  # fmt: skip
@@ -131,7 +131,7 @@ def test_compare_of_a_real_pair_fits_with_its_reasons_as_notes(columns, capsys):
     table = _header_index(lines, "benchmark")
     summary = next(i for i, line in enumerate(lines) if "inconclusive (99% interval" in line)
     assert summary < table  # the summary line first
-    rep = build_report(results_of(), AB_PAIR[0], AB_PAIR[1], factor=1.05, fmt="csv")
+    rep = build_report(results_of(), AB_PAIR[0], AB_PAIR[1], factor=1.05)
     notes = _notes(lines[table:])
     for r in rep.rows:  # each row's full reason is a note, and the row names it
         reason = r.basis.split("; about ")[0]
@@ -155,8 +155,8 @@ def test_the_machine_readable_formats_keep_the_full_text(fmt, capsys, monkeypatc
             "--contender", AB_PAIR[1], "--format", fmt]  # fmt: skip
     assert main(argv) == 0
     out = capsys.readouterr().out
-    rep = build_report(results_of(), AB_PAIR[0], AB_PAIR[1], factor=1.05, fmt=fmt)
-    assert rep.table in out
+    rep = build_report(results_of(), AB_PAIR[0], AB_PAIR[1], factor=1.05)
+    assert compare.render(rep, fmt) in out
     for r in rep.rows:
         assert any(r.id in line and r.basis in line for line in out.splitlines())
     assert max(map(cell_len, out.splitlines())) > 250  # unchanged: as wide as its texts
@@ -170,10 +170,10 @@ def test_ab_prints_its_comparison_fitting_summary_first(columns, capsys):
     notes = [f"{role}: deepspeed={run.fields['deepspeed']} — pip install deepspeed=="
              f"{run.fields['deepspeed']} in .dsbench/envs/deepspeed-{run.fields['deepspeed']}; "
              f"{run.path}" for role, run in (("baseline", base), ("contender", cont))]  # fmt: skip
-    rep = compare.report(base, cont, axes={"deepspeed"}, fmt="terminal", notes=notes, runs=runs)
+    rep = compare.report(base, cont, axes={"deepspeed"}, notes=notes, runs=runs)
     worse = compare.regressions(rep.rows)
     assert worse == []  # the real pair: every row inconclusive; plant one regression
-    rep.rows[0] = dataclasses.replace(rep.rows[0], change="worse")
+    rep.rows[0] = dataclasses.replace(rep.rows[0], change=compare.Change.WORSE)
     assert print_report(rep, "terminal", fail_on_regression=True) == 1
     out = capsys.readouterr().out
     _fits(out, columns)
@@ -355,6 +355,5 @@ def test_bisects_result_and_probes_fit_but_the_filter_regex(columns):
 
 
 def test_a_terminal_report_of_no_rows_says_so():
-    rep = compare.Report(notes=[], table=compare.render([], "terminal"), verdict="0 better",
-                         rows=[], counts={})  # fmt: skip
+    rep = compare.Report(notes=[], verdict="0 better", rows=[], counts={})
     assert terminal_text(rep, limit=80) == "0 better\n\n(no rows)"

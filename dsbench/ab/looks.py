@@ -36,7 +36,7 @@ class Rounds:
             rows = compare.compare_rows(b, c, self.factor, look.level,
                                         paired=isinstance(self.design, Blocks))  # fmt: skip
             judged = [r for r in rows if r.comparable]
-            open_ = [r for r in judged if r.change == "inconclusive"]
+            open_ = [r for r in judged if r.change is compare.Change.INCONCLUSIVE]
             horizon = self.looks.spender.horizon
             print(f"dsbench ab: look {k} ({compare.pct(look.level)}, of ~{horizon} "
                   f"rounds): {len(judged) - len(open_)}/{len(judged)} decided",

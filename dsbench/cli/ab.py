@@ -136,7 +136,6 @@ def run(args: argparse.Namespace) -> int:
         runs[1],
         axes=sides[0].axes | sides[1].axes,
         factor=args.factor,
-        fmt=args.format,
         notes=notes,
     )
     status = print_report(rep, args.format, args.fail_on_regression)

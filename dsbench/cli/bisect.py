@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from dsbench.compare import terminal
 from dsbench.compare.comparison import memory_case
 from dsbench.errors import UsageError
+from dsbench.stats import Change
 from dsbench.suites import SUITES, check_suite
 
 
@@ -68,7 +69,7 @@ def search(sides: list[str], probe: Callable[[str], Probe], log=print) -> tuple[
     (its index, what was found), or (None, why the search stopped)."""
     end = probe(sides[-1])
     log(f"{sides[-1]} against {sides[0]}: {end.text}")
-    if end.change not in ("better", "worse"):
+    if end.change not in (Change.BETTER, Change.WORSE):
         return None, f"{sides[-1]} does not differ from {sides[0]} ({end.text}): nothing to bisect"
     lo, hi = 0, len(sides) - 1  # sides[lo] is like good, sides[hi] differs as bad does
     while hi - lo > 1:
@@ -77,7 +78,7 @@ def search(sides: list[str], probe: Callable[[str], Probe], log=print) -> tuple[
         log(f"{sides[mid]} against {sides[0]}: {got.text}")
         if got.change == end.change:
             hi = mid
-        elif got.change == "unchanged":
+        elif got.change == Change.UNCHANGED:
             lo = mid
         else:
             return None, (f"cannot tell which half: {sides[mid]} against {sides[0]} is "

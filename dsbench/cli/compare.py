@@ -58,12 +58,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     runs = asv_results.load_all_runs(args.results)
-    rep = build_report(runs, args.baseline, args.contender, factor=args.factor, fmt=args.format)
+    rep = build_report(runs, args.baseline, args.contender, factor=args.factor)
     return print_report(rep, args.format, args.fail_on_regression)
 
 
 def build_report(
-    runs: list[results.Run], baseline: str, contender: str | None, *, factor: float, fmt: str
+    runs: list[results.Run], baseline: str, contender: str | None, *, factor: float
 ) -> compare.Report:
     """The comparison the selectors name among ``runs``; a one-line UsageError otherwise."""
     base, cont, notes = compare.pick_runs(runs, baseline, contender)
@@ -72,7 +72,7 @@ def build_report(
         compare.Selector.parse(baseline, keys),
         compare.Selector.parse(contender, keys) if contender else None,
     )
-    return compare.report(base, cont, axes=axes, factor=factor, fmt=fmt, notes=notes, runs=runs)
+    return compare.report(base, cont, axes=axes, factor=factor, notes=notes, runs=runs)
 
 
 def print_report(rep: compare.Report, fmt: str, fail_on_regression: bool) -> int:
@@ -89,7 +89,7 @@ def print_report(rep: compare.Report, fmt: str, fail_on_regression: bool) -> int
     note_stream = sys.stderr if fmt in ("csv", "html") else sys.stdout
     for line in rep.notes:
         print(line, file=note_stream)
-    print(rep.table)
+    print(compare.render(rep, fmt))
     print(rep.verdict, file=note_stream)
     if failing:
         print(regressed, file=sys.stderr)
@@ -103,4 +103,4 @@ def terminal_text(rep: compare.Report, regressed: str = "", limit: int | None = 
     limit = limit or terminal.width()
     head = terminal.wrap_all([*rep.notes, rep.verdict, *([regressed] if regressed else [])],
                              limit)  # fmt: skip
-    return "\n".join([*head, "", rep.table])
+    return "\n".join([*head, "", compare.render(rep, "terminal")])

@@ -374,7 +374,6 @@ def _compare_with_previous(root: Path, record: RunRecord) -> None:
         base,
         this,
         axes={"commit", "dsbench"},
-        fmt="terminal",
         notes=[
             f"\ncompared with the newest earlier run on this hardware: {base.describe()}" + skipped
         ],

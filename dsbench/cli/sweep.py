@@ -1,7 +1,7 @@
 """``dsbench sweep --axis deepspeed=0.17.2,0.18.3..0.19.8``: a series of sides measured in
 interleaved rounds (each round every side once, in a new random order), one result file per
 side (:mod:`dsbench.sweep.rounds`), and the series' confirmed steps ([Note: steps found, then
-confirmed] in :mod:`dsbench.sweep.steps`).
+confirmed] in :mod:`dsbench.stats.steps`).
 """
 
 from __future__ import annotations

@@ -1,14 +1,11 @@
 """Compare two runs: selectors pick them, pairs are matched by benchmark id, and each pair gets
 one of four verdicts from run-level statistics, in the metric's own direction.
 
-- Verdicts (:func:`dsbench.stats.judge`): **better** / **worse** when the whole 99% interval of
-  the contender/baseline ratio lies beyond ``--factor`` in the metric's direction, **unchanged**
-  when it lies within [1/factor, factor], **inconclusive** otherwise, with the reason (one round
-  per side, too few samples, spread too wide). The unit of evidence is the round: between two
-  runs a launch (a fresh process); between two sides of one run (``engine=deepspeed`` vs
-  ``engine=dsbench``) the alternating rounds both sides were timed in. Two runs of one launch
-  each are decided only with a noise figure (an A/A calibration of the machine, ``dsbench
-  noise``), the newest for that machine, named above the table.
+- Verdicts: the rule is written once, in :mod:`dsbench.stats.judge`. The unit of evidence is
+  the round: between two runs a launch (a fresh process); between two sides of one run
+  (``engine=deepspeed`` vs ``engine=dsbench``) the alternating rounds both sides were timed in.
+  Two runs of one launch each are decided only with a noise figure (an A/A calibration of the
+  machine, ``dsbench noise``), the newest for that machine, named above the table.
 - Choosing runs: when a selector matches several runs, the pair of runs sharing benchmark cases
   and differing in the fewest fields besides the compared axis is used (newest first among
   equals), so ``--baseline 0.18.3 --contender 0.18.4`` over asv's matrix pairs the same Python.
@@ -23,16 +20,14 @@ one of four verdicts from run-level statistics, in the metric's own direction.
   (``backend=cuda`` vs ``backend=rocm``, ``cpu=xeon`` vs ``cpu=epyc``). A driver alone is a
   confounder, still judged.
 
-The work is in four modules: :mod:`~dsbench.compare.selection` (which runs),
+The work is in five modules: :mod:`~dsbench.compare.selection` (which runs),
 :mod:`~dsbench.compare.pairing` (which pair, given only a DeepSpeed version),
-:mod:`~dsbench.compare.comparison` (rows, verdicts, the report) and
-:mod:`~dsbench.compare.render` (the table).
+:mod:`~dsbench.compare.rows` (the row and report types), :mod:`~dsbench.compare.comparison`
+(rows, verdicts, the report as data) and :mod:`~dsbench.compare.render` (the table, in each
+format, over the report).
 """
 
 from dsbench.compare.comparison import (
-    UNLIKE,
-    ComparedRow,
-    Report,
     compare_rows,
     env_label,
     noise_figures,
@@ -42,7 +37,8 @@ from dsbench.compare.comparison import (
     unlike_hardware,
 )
 from dsbench.compare.pairing import pick_runs
-from dsbench.compare.render import FORMATS, interval_text, pct, render
+from dsbench.compare.render import FORMATS, interval_text, pct, render, rows_table
+from dsbench.compare.rows import UNLIKE, ComparedRow, MemoryOf, Report
 from dsbench.compare.selection import (
     SELECTOR_KEYS,
     Selector,
@@ -53,12 +49,16 @@ from dsbench.compare.selection import (
     is_asv,
     param_keys,
 )
+from dsbench.stats import Change, Reason
 
 __all__ = [
     "FORMATS",
     "SELECTOR_KEYS",
     "UNLIKE",
+    "Change",
     "ComparedRow",
+    "MemoryOf",
+    "Reason",
     "Report",
     "Selector",
     "Side",
@@ -76,6 +76,7 @@ __all__ = [
     "regressions",
     "render",
     "report",
+    "rows_table",
     "tally",
     "unlike_hardware",
 ]

@@ -9,14 +9,17 @@ import math
 from collections.abc import Mapping, Sequence
 
 from dsbench import records
-from dsbench.compare.render import pct, render
+from dsbench.compare.render import pct
+from dsbench.compare.rows import UNLIKE, ComparedRow, MemoryOf, Report
 from dsbench.compare.selection import Side, confounders, is_asv
 from dsbench.errors import UsageError
-from dsbench.records import Direction, fingerprint, value_or
+from dsbench.records import fingerprint, value_or
 from dsbench.results import Run
 from dsbench.stats import (
     VERDICTS,
+    Change,
     Noise,
+    Reason,
     Verdict,
     centre,
     judge,
@@ -29,40 +32,6 @@ from dsbench.stats.sequential import paired_rounds_to_decide, rounds_to_decide
 ENV_LABEL_KEYS = ("python", "deepspeed")
 """Always in an environment label: the axes of asv's matrix."""
 ENV_LABEL_IF_DIFFERENT = ("torch", "triton", "numpy", "backend", "device")
-UNLIKE = "unlike hardware"
-"""The change of a row measured on two unlike machines (:func:`unlike_hardware`): its ratio
-is shown as measured, and it has no verdict."""
-
-
-@dataclasses.dataclass(frozen=True)
-class ComparedRow:
-    id: str
-    unit: str
-    direction: Direction | None
-    baseline: float | None
-    """The baseline's centre: the geometric mean of its rounds' medians (one round: median)."""
-    contender: float | None
-    ratio: float | None
-    change: str
-    """A verdict (:data:`dsbench.stats.VERDICTS`), or why the row is not comparable: 'only in
-    baseline', 'only in contender', 'baseline failed', 'skipped / failed', 'units differ',
-    'unlike hardware' (:data:`UNLIKE`: the ratio and its interval shown, no verdict)."""
-    low: float | None = None
-    """The 99% interval of the ratio."""
-    high: float | None = None
-    basis: str = ""
-    """How the verdict was reached (``t(10)+bootstrap, 6+6 rounds``), or for ``inconclusive``
-    why the data cannot decide."""
-    baseline_env: str = ""
-    """The environment the baseline value came from (set when a side is an asv run)."""
-    contender_env: str = ""
-    to_decide: int | None = None
-    """For an inconclusive row with a spread: the rounds a side that would most likely decide a
-    change of the size seen (:func:`dsbench.stats.sequential.rounds_to_decide`)."""
-
-    @property
-    def comparable(self) -> bool:
-        return self.change in VERDICTS
 
 
 def _side(row: records.Row | None) -> str:
@@ -109,16 +78,12 @@ def compare_rows(
         bv = b.value if not bs else None
         cv = c.value if not cs else None
         if bs or cs:
-            if "missing" in (bs, cs):
-                why = "only in contender" if bs == "missing" else "only in baseline"
-            elif bs and cs:
-                why = f"{bs} / {cs}"  # e.g. "skipped / failed"
-            else:
-                why = f"baseline {bs}" if bs else f"contender {cs}"
-            out.append(_unjudged(bid, unit_name, direction, bv, cv, why, envs))
+            why = Change.unjudged(bs, cs)  # e.g. "skipped / failed"
+            out.append(_unjudged(bid, unit_name, direction, bv, cv, why, envs, factor))
             continue
         if b.direction != c.direction or b.unit != c.unit:
-            out.append(_unjudged(bid, unit_name, direction, bv, cv, "units differ", envs))
+            out.append(_unjudged(bid, unit_name, direction, bv, cv, Change.UNITS_DIFFER, envs,
+                                 factor))  # fmt: skip
             continue
         b_rounds, c_rounds = b.round_samples(unit), c.round_samples(unit)
         if paired:
@@ -128,16 +93,15 @@ def compare_rows(
             fig = noise.get(bid) if min(len(b_rounds), len(c_rounds)) == 1 else None
             v = judge(b_rounds, c_rounds, direction=direction, factor=factor, level=level,
                       noise=fig)  # fmt: skip
-        row = _row(bid, unit_name, direction, b_rounds, c_rounds, v, envs)
-        if v.change == "inconclusive" and v.low is not None:
+        row = _row(bid, unit_name, direction, b_rounds, c_rounds, v, envs, factor)
+        if v.change is Change.INCONCLUSIVE and v.low is not None:
             if paired:
                 logs = paired_logs(b_blocks, c_blocks)[0]
                 k = paired_rounds_to_decide(logs, factor=factor, level=level)
             else:
                 k = rounds_to_decide(b_rounds, c_rounds, factor=factor, level=level)
             if k:
-                more = f"; about {k} rounds a side would decide x{v.ratio:.3f}"
-                row = dataclasses.replace(row, to_decide=k, basis=row.basis + more)
+                row = dataclasses.replace(row, to_decide=k)
         out.append(row)
         mem = memory_row(bid, b, c, factor=factor, level=level, envs=envs)
         if mem is not None:
@@ -184,8 +148,9 @@ def memory_row(bid: str, b: records.Row, c: records.Row, *, factor: float, level
         return None
     b_rounds, c_rounds = (memory_rounds(m[1]) for m in (bm, cm))
     v = judge(b_rounds, c_rounds, direction="lower", factor=factor, level=level)
-    row = _row(memory_id(bid), MEMORY_UNIT, "lower", b_rounds, c_rounds, v, envs)
-    return dataclasses.replace(row, basis=f"{bm[0]}; {row.basis}")
+    row = _row(memory_id(bid), MEMORY_UNIT, "lower", b_rounds, c_rounds, v, envs, factor)
+    return dataclasses.replace(row, detail=f"{bm[0]}; {row.detail}",
+                               memory=MemoryOf(case=bid, kind=bm[0]))  # fmt: skip
 
 
 def ab_level(base: Run, cont: Run) -> float:
@@ -213,13 +178,14 @@ def _pairs_text(block) -> str:
     return f"{least} or more pairs (as many as fit in {seconds:g} s)"
 
 
-def _unjudged(bid, unit, direction, baseline, contender, why: str, envs) -> ComparedRow:
+def _unjudged(bid, unit, direction, baseline, contender, why: Change, envs,
+              factor: float) -> ComparedRow:  # fmt: skip
     return ComparedRow(id=bid, unit=unit, direction=direction, baseline=baseline,
                        contender=contender, ratio=None, change=why, baseline_env=envs[0],
-                       contender_env=envs[1])  # fmt: skip
+                       contender_env=envs[1], factor=factor)  # fmt: skip
 
 
-def _row(bid, unit, direction, b_rounds, c_rounds, v: Verdict, envs) -> ComparedRow:
+def _row(bid, unit, direction, b_rounds, c_rounds, v: Verdict, envs, factor) -> ComparedRow:
     return ComparedRow(
         id=bid,
         unit=unit,
@@ -230,9 +196,11 @@ def _row(bid, unit, direction, b_rounds, c_rounds, v: Verdict, envs) -> Compared
         change=v.change,
         low=v.low,
         high=v.high,
-        basis=v.why or v.method,
+        detail=v.why or v.method,
         baseline_env=envs[0],
         contender_env=envs[1],
+        reasons=v.reasons,
+        factor=factor,
     )
 
 
@@ -260,13 +228,13 @@ def noise_figures(
 def tally(rows: list[ComparedRow]) -> dict[str, int]:
     """Rows per verdict, plus those on one side only and those failed, skipped or unlike; and
     where there are any, those on unlike hardware (:data:`UNLIKE`)."""
-    counts = {v: 0 for v in VERDICTS} | {"one side only": 0, "not comparable": 0}
+    counts = {str(v): 0 for v in VERDICTS} | {"one side only": 0, "not comparable": 0}
     for r in rows:
         if r.comparable:
-            counts[r.change] += 1
-        elif r.change == UNLIKE:
-            counts[UNLIKE] = counts.get(UNLIKE, 0) + 1
-        elif r.change.startswith("only in"):
+            counts[str(r.change)] += 1
+        elif r.change is UNLIKE:
+            counts[str(UNLIKE)] = counts.get(UNLIKE, 0) + 1
+        elif r.change.one_side_only:
             counts["one side only"] += 1
         else:
             counts["not comparable"] += 1
@@ -299,7 +267,8 @@ def _unjudge(row: ComparedRow, differ: list[str]) -> ComparedRow:
         return row
     what = fingerprint.what_differs(differ)
     return dataclasses.replace(row, change=UNLIKE, to_decide=None,
-                               basis=f"no verdict across hardware ({what} differ)")  # fmt: skip
+                               detail=f"{Reason.UNLIKE_HARDWARE} ({what} differ)",
+                               reasons=(Reason.UNLIKE_HARDWARE,))  # fmt: skip
 
 
 def _unlike_verdict(counts: dict[str, int], unlike: list[str]) -> str:
@@ -312,17 +281,7 @@ def _unlike_verdict(counts: dict[str, int], unlike: list[str]) -> str:
 
 
 def regressions(rows: list[ComparedRow]) -> list[ComparedRow]:
-    return [r for r in rows if r.change == "worse"]
-
-
-@dataclasses.dataclass
-class Report:
-    notes: list[str]
-    """Which runs were used and what confounds them: print above the table."""
-    table: str
-    verdict: str
-    rows: list[ComparedRow]
-    counts: dict[str, int]
+    return [r for r in rows if r.change == Change.WORSE]
 
 
 def report(
@@ -331,12 +290,12 @@ def report(
     *,
     axes: set[str],
     factor: float = 1.05,
-    fmt: str = "github",
     notes: list[str] | None = None,
     runs: list[Run] | None = None,
 ) -> Report:
-    """The comparison table with its notes and summary line. ``runs``: where to look for the
-    machine's noise calibration (used for pairs with one launch on a side)."""
+    """The comparison's rows with its notes and summary line (data only: :func:`render` draws
+    it). ``runs``: where to look for the machine's noise calibration (used for pairs with one
+    launch on a side)."""
     base = base if isinstance(base, Side) else Side.whole(base)
     cont = cont if isinstance(cont, Side) else Side.whole(cont)
     notes = list(notes or [])
@@ -374,7 +333,7 @@ def report(
         )
     rows = compare_rows(base.rows, cont.rows, factor, level, envs=envs, unit=unit, noise=noise,
                         paired=paired)  # fmt: skip
-    single = sum(r.basis.startswith("one value") for r in rows)
+    single = sum(Reason.ONE_VALUE in r.reasons for r in rows)
     if single:
         notes.append(
             f"{single} row(s) have one value on a side (asv --quick, track_): inconclusive; "
@@ -405,6 +364,4 @@ def report(
     )  # fmt: skip
     if unlike:
         verdict = _unlike_verdict(counts, unlike)
-    return Report(
-        notes=notes, table=render(rows, fmt, level), verdict=verdict, rows=rows, counts=counts
-    )
+    return Report(notes=notes, verdict=verdict, rows=rows, counts=counts, level=level)

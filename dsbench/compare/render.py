@@ -6,16 +6,13 @@ from __future__ import annotations
 
 import html
 import io
-from typing import TYPE_CHECKING
 
 from tabulate import tabulate
 
 from dsbench.compare import terminal
+from dsbench.compare.rows import ComparedRow, Report
 from dsbench.errors import UsageError, choices_message
 from dsbench.records import HIGHER
-
-if TYPE_CHECKING:
-    from dsbench.compare.comparison import ComparedRow
 
 FORMATS = {"terminal": None, "github": "github", "plain": "simple", "markdown": "pipe",
            "html": "html", "csv": None}  # fmt: skip
@@ -44,13 +41,19 @@ def _cells(r: ComparedRow, label: str) -> list[str]:
     """A row's cells up to its reason, in every format: its label, unit, both sides' values, the
     ratio, its interval and the verdict."""
     ratio = "" if r.ratio is None else f"{r.ratio:.3f}"
-    return [label, _unit(r), _fmt(r.baseline), _fmt(r.contender), ratio, interval_text(r), r.change]
+    return [label, _unit(r), _fmt(r.baseline), _fmt(r.contender), ratio, interval_text(r),
+            str(r.change)]  # fmt: skip
 
 
-def render(rows: list[ComparedRow], fmt: str = "github", level: float = 0.99,
-           limit: int | None = None) -> str:  # fmt: skip
-    """The rows in ``fmt``; ``limit``: the width a terminal table fits (default: the
+def render(report: Report, fmt: str = "github", limit: int | None = None) -> str:
+    """A report's table in ``fmt``; ``limit``: the width a terminal table fits (default: the
     terminal's, at most 100 columns)."""
+    return rows_table(report.rows, fmt, report.level, limit)
+
+
+def rows_table(rows: list[ComparedRow], fmt: str = "github", level: float = 0.99,
+               limit: int | None = None) -> str:  # fmt: skip
+    """The rows in ``fmt``, their intervals at ``level``; ``limit`` as for :func:`render`."""
     if fmt not in FORMATS:
         raise UsageError(choices_message("format", fmt, FORMATS))
     if fmt == "terminal":
@@ -74,31 +77,25 @@ def render(rows: list[ComparedRow], fmt: str = "github", level: float = 0.99,
     return tabulate(table, headers=headers, tablefmt=FORMATS[fmt], disable_numparse=True)
 
 
-def _basis(r: ComparedRow) -> str:
-    """A row's basis for its note, without its own figures: the rounds that would decide it
-    (:attr:`ComparedRow.to_decide`) are shown beside the note's number instead."""
-    if r.to_decide and r.ratio is not None:
-        more = f"; about {r.to_decide} rounds a side would decide x{r.ratio:.3f}"
-        return r.basis.removesuffix(more)
-    return r.basis
-
-
 TO_DECIDE = "N beside a note's number: about N rounds a side would decide the row's ratio"
 
 
 def terminal_table(rows: list[ComparedRow], level: float, limit: int) -> str:
     """The rows in ``limit`` columns: the parameters every case of a benchmark shares in a
     caption above, each row's basis as a numbered note below (``[1] 34``: note 1, and about 34
-    rounds a side would decide the row), the sides' environments (asv) above when all rows
+    rounds a side would decide the row: :attr:`~ComparedRow.detail` in the note, the rounds
+    beside its number), the sides' environments (asv) above when all rows
     share them."""
     if not rows:
         return "(no rows)"
-    labels, caption = terminal.short_ids([r.id for r in rows])
+    labels, caption = terminal.short_ids(
+        [r.id for r in rows], [r.memory.case if r.memory else r.id for r in rows]
+    )
     notes = terminal.Notes()
     table = [
         [
             *_cells(r, label),
-            (notes.ref(_basis(r)) + (f" {r.to_decide}" if r.to_decide else "")).strip(),
+            (notes.ref(r.detail) + (f" {r.to_decide}" if r.to_decide else "")).strip(),
         ]
         for label, r in zip(labels, rows, strict=True)
     ]

@@ -24,7 +24,6 @@ MIN_KEY = 30
 """The least room a case id gets beside the values before it moves onto its own line."""
 GAP = 2
 """Spaces between two columns."""
-MEMORY_SUFFIX = ".peak_memory"
 
 
 def width() -> int:
@@ -94,22 +93,26 @@ def _split(bid: str) -> tuple[str, list[str]]:
     return name, [p for p in rest[:-1].split(",") if p]
 
 
-def short_ids(ids: Sequence[str]) -> tuple[list[str], list[str]]:
+def short_ids(
+    ids: Sequence[str], cases: Sequence[str] | None = None
+) -> tuple[list[str], list[str]]:
     """The ids without the parameters every case of their benchmark shares (a benchmark with
-    two or more cases; a case's peak-memory row counts as its benchmark's), and one caption
-    line per benchmark naming them: ``every train_step case has comm=native, dtype=float32``."""
+    two or more cases), and one caption line per benchmark naming them: ``every train_step case
+    has comm=native, dtype=float32``. ``cases``: the case each id's row is of, whose benchmark
+    it counts as (a peak-memory row's is its case); default the ids themselves."""
     parts = [_split(i) for i in ids]
+    benchmarks = [_split(c)[0] for c in cases] if cases is not None else [n for n, _ in parts]
     groups: dict[str, list[list[str]]] = {}
-    for name, params in parts:
-        groups.setdefault(name.removesuffix(MEMORY_SUFFIX), []).append(params)
+    for bench, (_, params) in zip(benchmarks, parts, strict=True):
+        groups.setdefault(bench, []).append(params)
     shared = {
         name: [p for p in ps[0] if all(p in q for q in ps[1:])]
         for name, ps in groups.items()
         if len(ps) > 1
     }
     out = []
-    for bid, (name, params) in zip(ids, parts, strict=True):
-        common = shared.get(name.removesuffix(MEMORY_SUFFIX))
+    for bid, bench, (name, params) in zip(ids, benchmarks, parts, strict=True):
+        common = shared.get(bench)
         if not common:
             out.append(bid)
             continue

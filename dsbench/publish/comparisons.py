@@ -4,12 +4,12 @@ Each :class:`Axis` is a pair of ``dsbench compare`` selectors. Runs are grouped 
 suite (a quick-suite run is never paired with a training run); in each group that has both
 sides, the newest pair that ``dsbench ab`` measured together in alternating rounds is used,
 else :func:`dsbench.compare.pick_runs` picks the runs, and :func:`dsbench.compare.report` pairs
-the rows and gives each its verdict (better / worse / unchanged / inconclusive, from the 99%
-interval of the ratio), exactly as ``dsbench compare`` would, with the machine's noise figure
-when one exists. A parameter axis (``engine=deepspeed`` vs ``engine=dsbench``, a kernel
-implementation vs torch's own: :func:`kernel_axes`) compares two halves of one run: the run in
-the group that holds the most cases on both sides (a whole suite rather than a ``--filter``'ed
-part), the newest among equals. Noise calibrations (``dsbench noise``) are never a side of a
+the rows and gives each its verdict by the rule of :func:`dsbench.stats.judge.decide`, exactly
+as ``dsbench compare`` would, with the machine's noise figure when one exists. A parameter axis
+(``engine=deepspeed`` vs ``engine=dsbench``, a kernel implementation vs torch's own:
+:func:`kernel_axes`) compares two halves of one run: the run in the group that holds the most
+cases on both sides (a whole suite rather than a ``--filter``'ed part), the newest among
+equals. Noise calibrations (``dsbench noise``) are never a side of a
 run-level axis, only lending their noise figure; for a parameter axis one is a run like any
 other (both halves measured in the same launches).
 
@@ -269,7 +269,6 @@ def pair(
                 cont,
                 axes=compare.axes_of(b_sel, c_sel),
                 factor=factor,
-                fmt="plain",
                 notes=notes,
                 runs=all_runs if all_runs is not None else runs,
             )
@@ -387,14 +386,15 @@ def counts_text(counts: dict[str, int]) -> str:
     return text
 
 
-def reason_of(basis: str) -> str:
-    """An inconclusive row's reason without its particulars (sample counts, suggestions)."""
-    return basis.split(" (", 1)[0].split("; ", 1)[0].strip() or "no interval"
-
-
 def dominant_reason(rows: Iterable[compare.ComparedRow]) -> tuple[str, int, int] | None:
-    """(the reason most inconclusive rows share, how many share it, how many are inconclusive)."""
-    reasons = Counter(reason_of(r.basis) for r in rows if r.change == "inconclusive")
+    """(the reason most inconclusive rows share, how many share it, how many are inconclusive):
+    each row's :attr:`~dsbench.compare.ComparedRow.reason`."""
+    return most_common_reason(r.reason for r in rows if r.change is compare.Change.INCONCLUSIVE)
+
+
+def most_common_reason(texts: Iterable[str]) -> tuple[str, int, int] | None:
+    """(the reason most of ``texts`` give, how many give it, how many there are)."""
+    reasons = Counter(texts)
     if not reasons:
         return None
     reason, n = reasons.most_common(1)[0]
@@ -468,10 +468,13 @@ def partly_undecided(p: Pairing) -> str | None:
         return None
     reason, n, total = found
     share = "all of them" if n == total else f"{n} of them"
-    more = any(r.to_decide for r in p.report.rows if r.change == "inconclusive")
+    more = any(r.to_decide for r in p.report.rows if r.change is compare.Change.INCONCLUSIVE)
     return f"{total} not decided: {reason} ({share})" + (
         "; more rounds would decide them, each row says how many" if more else ""
     )
+
+
+DIFFERS = (compare.Change.BETTER, compare.Change.WORSE)
 
 
 def undecided_all(p: Pairing) -> bool:
@@ -505,6 +508,7 @@ def comparison_page(site: Site, result: AxisResult) -> None:
             el("code", a.baseline),
             ", contender ",
             el("code", a.contender),
+            # the page says the rule of dsbench.stats.judge.decide for its readers
             ". Ratio = contender / baseline; ↑ higher is better, ↓ lower is better. Each row's "
             "verdict comes from the 99% interval of its ratio over rounds (fresh processes): "
             "better or worse only when the whole interval lies beyond the factor in the metric's "
@@ -566,13 +570,13 @@ def comparison_table(p: Pairing) -> Html:
             finite(r.contender),
             f"{r.ratio:.3f}" if finite(r.ratio) is not None else "-",
             el("span", compare.interval_text(r) or "-", cls="nowrap"),
-            el("strong", r.change) if r.change in ("better", "worse") else r.change,
+            el("strong", str(r.change)) if r.change in DIFFERS else str(r.change),
             r.basis,
         ]
         if with_env:
             row += [r.baseline_env, r.contender_env]
         rows.append(row)
-        classes.append(r.change if r.comparable else "missing")
+        classes.append(str(r.change) if r.comparable else "missing")
     headers = [
         "benchmark",
         "unit",

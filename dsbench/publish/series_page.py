@@ -1,7 +1,7 @@
 """``releases.html``: each sweep (``dsbench sweep``) as a series per case: every side's ratio to
 the first side with its 99% interval, the confirmed steps marked on the chart and listed
 ("0.18.4 -> 0.18.5: x0.910 [0.880, 0.940] worse"), and the candidates that did not hold named
-as such ([Note: steps found, then confirmed] in :mod:`dsbench.sweep.steps`)."""
+as such ([Note: steps found, then confirmed] in :mod:`dsbench.stats.steps`)."""
 
 from __future__ import annotations
 

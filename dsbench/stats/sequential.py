@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special as _sp
 
-from dsbench.stats import round_medians
+from dsbench.stats.judge import round_medians
 
 SPENDING = ("pocock", "obrien-fleming")
 FIRST_LOOK = 3

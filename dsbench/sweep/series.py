@@ -11,7 +11,7 @@ from dsbench.compare.comparison import MEMORY_UNIT, memory_id, memory_rounds
 from dsbench.errors import UsageError
 from dsbench.results import Run
 from dsbench.stats import centre
-from dsbench.sweep.steps import Step, candidates, confirm
+from dsbench.stats.steps import Step, candidates, confirm
 
 
 @dataclass
@@ -28,6 +28,8 @@ class Series:
     steps: list[Step] = field(default_factory=list)
     detected: bool = True
     """False when the change-point library is missing (no candidates were looked for)."""
+    memory_of: str | None = None
+    """For a case's peak-memory series: the case; None for any other."""
 
     def centres(self) -> list[float | None]:
         return [centre(r) if r else None for r in self.rounds]
@@ -82,6 +84,7 @@ def series_over(
                      zip(why, memory, strict=True)]  # fmt: skip
             out.append(_series(memory_id(case), MEMORY_UNIT, "lower", labels, m_rounds, m_why,
                                factor))  # fmt: skip
+            out[-1].memory_of = case
     return out
 
 
@@ -120,7 +123,9 @@ def report(runs: list[Run], *, factor: float = 1.05, limit: int | None = None) -
     if not all_series:
         return "no cases"
     specs = all_series[0].sides
-    labels, caption = terminal.short_ids([s.case for s in all_series])
+    labels, caption = terminal.short_ids(
+        [s.case for s in all_series], [s.memory_of or s.case for s in all_series]
+    )
     table = []
     for s, label in zip(all_series, labels, strict=True):
         c = s.centres()

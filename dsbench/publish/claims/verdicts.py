@@ -203,9 +203,10 @@ def _case_intervals(
     rows: tuple[dict[str, Row], dict[str, Row]],
     runs: Sequence[Run],
     factor: float,
-) -> float:
+) -> tuple[float, dict[str, str]]:
     """Each case's interval at level 1 - 0.01/n (Bonferroni over the n cases), set in its pair
-    as ``low``, ``high`` and ``basis``; returns that level. ``rows``: each side's rows, typed."""
+    as ``low``, ``high`` and ``basis``; returns that level and, for each case without an
+    interval, why not (:func:`_no_interval`). ``rows``: each side's rows, typed."""
     base, cont = sides
     b_rows, c_rows = rows
     same_run = base.run is cont.run
@@ -220,12 +221,23 @@ def _case_intervals(
         unit="round" if same_run else "launch", noise=noise,
     )  # fmt: skip
     by_id = {v.id: v for v in verdicts}  # compare adds a peak-memory row where it can
+    whys = {}
     for p in pairs:
         v = by_id[p["id"]]
         p["low"], p["high"], p["basis"] = _case_interval(
             claim, b_rows[p["id"]], c_rows[p["id"]], p["ratio"], v
         )
-    return level
+        if p["low"] is None:
+            whys[p["id"]] = _no_interval(claim, v)
+    return level, whys
+
+
+def _no_interval(claim: Claim, verdict: compare.ComparedRow) -> str:
+    """Why a case has no interval, without its particulars (as :func:`_case_interval` says it):
+    its row's reason, or where it was not judged, its change."""
+    if claim.dsbench.field.startswith(MEMORY_FIELD):
+        return str(compare.Reason.ONE_VALUE)
+    return verdict.reason if verdict.reasons else str(verdict.change)
 
 
 def _measured(claim: Claim, runs: Sequence[Run], factor: float = FACTOR) -> dict | None:
@@ -269,17 +281,13 @@ def _measured(claim: Claim, runs: Sequence[Run], factor: float = FACTOR) -> dict
     if not pairs:
         return None
     same_run = base.run is cont.run
-    level = _case_intervals(claim, pairs, (base, cont), (b_rows, c_rows), runs, factor)
+    level, whys = _case_intervals(claim, pairs, (base, cont), (b_rows, c_rows), runs, factor)
     axes = compare.axes_of(b_sel, c_sel)
     confounded = compare.confounders(base.run, cont.run, axes) if not same_run else []
     ratios = [p["ratio"] for p in pairs]
     positive = all(r > 0 for r in ratios)
     bounded = positive and all(p["low"] is not None and p["low"] > 0 for p in pairs)
-    why = comparisons.dominant_reason(
-        compare.ComparedRow(p["id"], "", None, None, None, None, "inconclusive", basis=p["basis"])
-        for p in pairs
-        if p["low"] is None
-    )
+    why = comparisons.most_common_reason(whys[p["id"]] for p in pairs if p["low"] is None)
     return {
         "ratio": _geomean(ratios) if positive else sum(ratios) / len(ratios),
         "low": _geomean([p["low"] for p in pairs]) if bounded else None,

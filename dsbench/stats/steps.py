@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dsbench.stats import Verdict, judge, round_medians
+from dsbench.stats.judge import Change, Verdict, judge, round_medians
 
 
 @dataclass(frozen=True)
@@ -68,5 +68,5 @@ def confirm(
     for i in found:
         v = judge(series[i], series[i + 1], direction=direction, factor=factor, level=each)
         out.append(Step(case=case, before=index[i], after=index[i + 1], verdict=v,
-                        confirmed=v.change in ("better", "worse")))  # fmt: skip
+                        confirmed=v.change in (Change.BETTER, Change.WORSE)))  # fmt: skip
     return out
