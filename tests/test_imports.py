@@ -6,7 +6,8 @@ module by module where a package holds parts of several layers:
     kernels     dsbench.kernels.*  (kernels/ in the repository)
     compute     procs.distributed, models, zero
     workloads   engines, measure.timing, suites, soak
-    runner      measure.runner, ab, sweep, envinfo, gpu, soak.session
+    runner      measure.runner, measure.suite_run, measure.run_table, ab, sweep, envinfo, gpu,
+                soak.session
     results     results, compare  (read JSON: the bottom and each other only)
     top         publish, cli, __main__
 
@@ -39,7 +40,16 @@ LAYERS = {
     "kernels": ["kernels"],
     "compute": ["procs.distributed", "models", "zero"],
     "workloads": ["engines", "measure.timing", "suites", "soak"],
-    "runner": ["measure.runner", "ab", "sweep", "envinfo", "gpu", "soak.session"],
+    "runner": [
+        "measure.runner",
+        "measure.suite_run",
+        "measure.run_table",
+        "ab",
+        "sweep",
+        "envinfo",
+        "gpu",
+        "soak.session",
+    ],
     "results": ["results", "compare"],
     "top": ["publish", "cli", "__main__"],
 }

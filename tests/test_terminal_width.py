@@ -271,7 +271,7 @@ def test_runs_comparison_with_the_previous_run_fits_summary_first(columns, tmp_p
 
 def test_the_run_table_fits_with_failures_as_notes(columns):
     """The run's table of a real run with one row failed as the newcomer's AdamW was."""
-    from dsbench.cli.run import summary_line, summary_table
+    from dsbench.measure.run_table import summary_line, summary_table
 
     run = next(r for r in results_of() if r.label == "efficiency-after")
     rows = list(run.rows.values())
@@ -286,7 +286,7 @@ def test_the_run_table_fits_with_failures_as_notes(columns):
 
 
 def test_the_run_table_of_a_real_run_fits_with_shares_above_peak_as_notes(columns):
-    from dsbench.cli.run import summary_table
+    from dsbench.measure.run_table import summary_table
 
     run = next(r for r in results_of() if r.label == "single-a")
     text = summary_table(list(run.rows.values()))
