@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from dsbench import results
-from dsbench.measure import suite_run
 from dsbench.errors import UsageError
+from dsbench.measure import suite_run
 from dsbench.procs import host
 from dsbench.suites import BENCHMARKS, Context, Skip, comm
 
