@@ -196,7 +196,7 @@ def test_no_row_fails_for_a_cache_effect(monkeypatch, llc):
 
 
 def test_the_run_table_labels_resident_rows_and_explains_flagged_ones(monkeypatch):
-    from dsbench.cli.run import summary_table
+    from dsbench.measure.run_table import summary_table
 
     monkeypatch.setattr(
         runner, "device_cache_levels", lambda gpu, p: [CacheLevel(name="L3", bytes=32 * MiB)]
@@ -217,7 +217,7 @@ def test_the_run_table_labels_resident_rows_and_explains_flagged_ones(monkeypatc
 def test_a_row_whose_interval_reaches_the_ceiling_is_shown_at_it(monkeypatch):
     """51 GB/s (+-1%) against a ceiling of 50 (+-2%): 102% with an interval down past 100%, so
     neither above the ceiling nor flagged; 55 GB/s lies wholly above it and is."""
-    from dsbench.cli.run import summary_table
+    from dsbench.measure.run_table import summary_table
 
     monkeypatch.setattr(
         runner, "device_cache_levels", lambda gpu, p: [CacheLevel(name="L3", bytes=32 * MiB)]

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from dsbench import results
-from dsbench.cli import run as run_cli
 from dsbench.errors import UsageError
+from dsbench.measure import suite_run
 from dsbench.procs import host
 from dsbench.suites import BENCHMARKS, Context, Skip, comm
 
@@ -78,7 +78,7 @@ def test_ranks_sharing_one_core_are_one_line(monkeypatch):
     ctx = Context(suite="smoke")
     from dsbench.measure.runner import plan
 
-    lines = run_cli.host_lines(plan("smoke", ctx), ctx)
+    lines = suite_run.host_lines(plan("smoke", ctx), ctx)
     assert [line for line in lines if "core" in line] == [
         f"2 ranks share 1 core (CPU affinity: 1 usable of {os.cpu_count()}): the multi-rank "
         "rows time ranks taking turns on a core, and say so in their notes; give the process "
@@ -150,6 +150,6 @@ def test_no_python_312_says_how_to_get_one(monkeypatch, tmp_path):
 
 
 def test_a_tree_without_git_says_its_runs_carry_no_commit():
-    lines = run_cli._source_line({"dsbench": {"version": "0.1.0", "commit": None}})
+    lines = suite_run._source_line({"dsbench": {"version": "0.1.0", "commit": None}})
     assert len(lines) == 1 and lines[0].endswith("dsbench 0.1.0 without a commit id")
-    assert run_cli._source_line({"dsbench": {"version": "0.1.0", "commit": "ab" * 20}}) == []
+    assert suite_run._source_line({"dsbench": {"version": "0.1.0", "commit": "ab" * 20}}) == []

@@ -6,7 +6,8 @@ module by module where a package holds parts of several layers:
     kernels     dsbench.kernels.*  (kernels/ in the repository)
     compute     procs.distributed, models, zero
     workloads   engines, measure.timing, suites, soak
-    runner      measure.runner, ab, sweep, envinfo, gpu
+    runner      measure.runner, measure.suite_run, measure.run_table, ab, sweep, envinfo, gpu,
+                soak.session
     results     results, compare  (read JSON: the bottom and each other only)
     top         publish, cli, __main__
 
@@ -39,7 +40,16 @@ LAYERS = {
     "kernels": ["kernels"],
     "compute": ["procs.distributed", "models", "zero"],
     "workloads": ["engines", "measure.timing", "suites", "soak"],
-    "runner": ["measure.runner", "ab", "sweep", "envinfo", "gpu"],
+    "runner": [
+        "measure.runner",
+        "measure.suite_run",
+        "measure.run_table",
+        "ab",
+        "sweep",
+        "envinfo",
+        "gpu",
+        "soak.session",
+    ],
     "results": ["results", "compare"],
     "top": ["publish", "cli", "__main__"],
 }
@@ -288,3 +298,26 @@ def test_a_side_without_dsbench_installed_reports_the_checkouts_version(tmp_path
     got = subprocess.run([sys.executable, "-S", "-c", code], cwd=tmp_path, capture_output=True,
                          text=True, check=True).stdout.strip()  # fmt: skip
     assert got == tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+
+
+ARGPARSE_LEAVING = {"dsbench/ab/worker.py"}
+"""Modules outside cli/ that still parse a command line with argparse (the A/B worker's, moved
+with the rest of ``dsbench ab``'s work)."""
+
+
+def test_argparse_stays_in_cli():
+    """A verb's module turns its parsed arguments into typed options: no module below cli/
+    imports argparse or takes an ``argparse.Namespace``."""
+    found = set()
+    for path in ROOT.joinpath("dsbench").rglob("*.py"):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel.startswith("dsbench/cli/"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            namespace = isinstance(node, ast.Attribute) and node.attr == "Namespace"
+            if "argparse" in names or namespace:
+                found.add(rel)
+    assert found <= ARGPARSE_LEAVING, sorted(found - ARGPARSE_LEAVING)

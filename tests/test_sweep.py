@@ -15,6 +15,7 @@ from benchmarks import ab_sensitivity as power
 from dsbench import ab, results
 from dsbench.cli import main
 from dsbench.errors import UsageError
+from dsbench.stats import Change
 from dsbench.sweep import candidates, confirm, parse_axis, report
 from dsbench.sweep.rounds import plan_orders
 
@@ -127,13 +128,13 @@ def test_a_sweep_of_three_commits_finds_and_confirms_the_counted_step(tmp_path):
     assert math.isfinite(float(step[0]))
 
 
-def _probe_at(step, change="worse", calls=None):
-    from dsbench.cli.bisect import Probe
+def _probe_at(step, change=Change.WORSE, calls=None):
+    from dsbench.sweep.bisect import Probe
 
     def probe(side):
         if calls is not None:
             calls.append(side)
-        got = change if int(side.rsplit("c", 1)[1]) >= step else "unchanged"
+        got = change if int(side.rsplit("c", 1)[1]) >= step else Change.UNCHANGED
         return Probe(side=side, change=got, text=got)
 
     return probe
@@ -141,7 +142,7 @@ def _probe_at(step, change="worse", calls=None):
 
 @pytest.mark.parametrize("step", [1, 4, 5, 8])
 def test_bisect_finds_the_first_side_that_differs(step):
-    from dsbench.cli.bisect import search
+    from dsbench.sweep.bisect import search
 
     sides = [f"commit=c{i}" for i in range(9)]
     calls = []
@@ -151,7 +152,7 @@ def test_bisect_finds_the_first_side_that_differs(step):
 
 
 def test_bisect_says_why_it_stops():
-    from dsbench.cli.bisect import Probe, search
+    from dsbench.sweep.bisect import Probe, search
 
     sides = [f"commit=c{i}" for i in range(5)]
     found, text = search(sides, _probe_at(99), log=lambda x: None)
@@ -164,7 +165,7 @@ def test_bisect_says_why_it_stops():
     found, text = search(sides, undecided, log=lambda x: None)
     assert found is None and "cannot tell which half: commit=c2" in text
     with pytest.raises(UsageError, match="two deepspeed= or two commit= sides"):
-        from dsbench.cli.bisect import between
+        from dsbench.sweep.bisect import between
 
         between("deepspeed=0.18.3", "commit=HEAD")
 
@@ -172,9 +173,7 @@ def test_bisect_says_why_it_stops():
 def test_a_peak_memory_step_is_bisected_on_its_own_row(monkeypatch):
     """A sweep's memory step (``train_step.peak_memory[...]``): each probe runs the benchmark
     case in fixed rounds and is judged by the memory row, not the timing row beside it."""
-    import argparse
-
-    from dsbench.cli import bisect
+    from dsbench.sweep import bisect
 
     case = "train_step.peak_memory[model=mlp,stage=3]"
     assert bisect.case_filter(case) == r"^train_step\[model=mlp,stage=3\]$"
@@ -188,8 +187,9 @@ def test_a_peak_memory_step_is_bisected_on_its_own_row(monkeypatch):
         return subprocess.CompletedProcess(argv, 0, csv_text, "")
 
     monkeypatch.setattr(bisect.subprocess, "run", fake_run)
-    args = argparse.Namespace(suite="training", max_time="20m", blocks=False, rounds=6)
-    got = bisect.ab_probe("deepspeed=0.17.2", args, case, "/tmp")("deepspeed=0.17.4")
+    plan = bisect.BisectPlan(good="deepspeed=0.17.2", bad="deepspeed=0.17.4", case=case,
+                             suite="training", max_time="20m", blocks=False, rounds=6)  # fmt: skip
+    got = bisect.ab_probe(plan, "/tmp")("deepspeed=0.17.4")
     assert (got.change, got.text) == ("better", "x0.838 (0.80-0.88) better")
     argv = seen[0]
     assert argv[argv.index("--filter") + 1] == bisect.case_filter(case)

@@ -4,7 +4,6 @@ within the width, carry their full reasons in numbered notes under the table, an
 summary line (and any failure) before the table. The machine-readable formats keep the full
 text (the golden tables of tests/test_compare.py)."""
 
-import argparse
 import dataclasses
 import os
 import shutil
@@ -14,12 +13,12 @@ from rich.cells import cell_len
 
 from dsbench import compare, results, suites
 from dsbench.cli import main
-from dsbench.cli.bisect import Probe, case_filter, result_text
 from dsbench.cli.compare import build_report, print_report, terminal_text
 from dsbench.compare import terminal
 from dsbench.measure import runner
 from dsbench.suites.base import Benchmark, Case, Metric, Work
 from dsbench.sweep import report as sweep_report
+from dsbench.sweep.bisect import BisectPlan, Probe, case_filter, result_text
 from tests.conftest import FIXTURE_RESULTS, make_doc, make_row, write_json
 
 WIDTHS = [80, 100]
@@ -271,7 +270,7 @@ def test_runs_comparison_with_the_previous_run_fits_summary_first(columns, tmp_p
 
 def test_the_run_table_fits_with_failures_as_notes(columns):
     """The run's table of a real run with one row failed as the newcomer's AdamW was."""
-    from dsbench.cli.run import summary_line, summary_table
+    from dsbench.measure.run_table import summary_line, summary_table
 
     run = next(r for r in results_of() if r.label == "efficiency-after")
     rows = list(run.rows.values())
@@ -286,7 +285,7 @@ def test_the_run_table_fits_with_failures_as_notes(columns):
 
 
 def test_the_run_table_of_a_real_run_fits_with_shares_above_peak_as_notes(columns):
-    from dsbench.cli.run import summary_table
+    from dsbench.measure.run_table import summary_table
 
     run = next(r for r in results_of() if r.label == "single-a")
     text = summary_table(list(run.rows.values()))
@@ -335,14 +334,14 @@ def test_a_wide_sweep_fits_in_blocks_of_sides_with_its_steps_first(columns, tmp_
 
 
 def test_bisects_result_and_probes_fit_but_the_filter_regex(columns):
-    args = argparse.Namespace(good="deepspeed=0.17.2", case=LONG_ID, suite="training",
-                              rounds=None, blocks=True, max_time="20m")  # fmt: skip
+    plan = BisectPlan(good="deepspeed=0.17.2", bad="deepspeed=0.18.8", case=LONG_ID,
+                      suite="training", rounds=None, blocks=True, max_time="20m")  # fmt: skip
     sides = [f"deepspeed=0.18.{i}" for i in range(9)]
     probes = [Probe(s, c, f"x{r:.3f} (0.870-0.950) {c}") for s, c, r in
               [(sides[8], "worse", 0.91), (sides[4], "worse", 0.9), (sides[2], "unchanged", 1.0),
                (sides[3], "worse", 0.9)]]  # fmt: skip
     text = result_text("first side that differs: deepspeed=0.18.3 (after deepspeed=0.18.2, "
-                       "worse)", probes, args, sides, 3)  # fmt: skip
+                       "worse)", probes, plan, sides, 3)  # fmt: skip
     lines = text.splitlines()
     assert lines[0].startswith("first side that differs: deepspeed=0.18.3")  # the result first
     (regex,) = [line for line in lines if cell_len(line) > columns]  # a word, kept whole to paste

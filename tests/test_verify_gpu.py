@@ -88,8 +88,6 @@ def test_a_fault_at_the_synchronize_is_a_failed_check(monkeypatch):
 def test_a_fault_after_the_checks_still_writes_the_result_file(monkeypatch, tmp_path, where):
     """An exception escaping the timing step (no matched profile; a fault in the second timing):
     the result file holds what completed and a failed row naming the fault; exit status 1."""
-    import argparse
-
     from dsbench.errors import UsageError
     from dsbench.hardware import get_profile
     from dsbench.measure import runner
@@ -111,8 +109,7 @@ def test_a_fault_after_the_checks_still_writes_the_result_file(monkeypatch, tmp_
     monkeypatch.setattr(runner, "profile_for", profile_for)
     monkeypatch.setattr(runner, "run_case", faulty_run_case)
     monkeypatch.setattr(verify_gpu, "timed_cases", lambda quick: [("copy", {"size": 2**12})] * 3)
-    args = argparse.Namespace(device="cpu", quick=True, out=str(tmp_path))
-    assert verify_gpu.run(args) == 1
+    assert verify_gpu.run(out=str(tmp_path), quick=True, device="cpu") == 1
     (path,) = tmp_path.rglob("*.json")
     doc = json.loads(path.read_text())
     rows = {r["id"]: r for r in doc["benchmarks"]}
@@ -128,3 +125,32 @@ def test_a_fault_after_the_checks_still_writes_the_result_file(monkeypatch, tmp_
         assert fault["error"] == "RuntimeError: CUDA error: unspecified launch failure"
         assert rows["copy[size=4096]"]["status"] == "ok" and len(cases) == 2
     assert doc["env"]["backend"] == "cpu"
+
+
+def test_the_goals_are_ratios_of_this_runs_rows():
+    """``targets`` reads each timing row's case through :class:`Timed`: the first ok row of a
+    case counts (the scaler variant of Triton AdamW is not its plain row), a failed row none."""
+    from dsbench.gpu.verify import targets
+    from dsbench.records import Row, case_id
+
+    def row(name, value, **params):
+        ok = value is not None
+        return Row(id=case_id(name, params), name=name, params=params,
+                   status="ok" if ok else "failed", metric="m", unit="GB/s",
+                   direction="higher", value=value if ok else 0.0)  # fmt: skip
+
+    rows = [
+        row("copy", 100.0, size=2**30),
+        row("adamw", 90.0, impl="triton", params=64_000_000),
+        row("adamw", 60.0, impl="torch", params=64_000_000),
+        row("adamw", 10.0, impl="triton", params=64_000_000, scaler=True),
+        row("adamw", None, impl="triton", params=256_000_000),
+        row("gemm", 100.0, impl="torch", dtype="float16", size=4096),
+        row("gemm", 95.0, impl="triton", dtype="float16", size=4096),
+        row("gemm", None, impl="cuda", dtype="float16", size=4096),
+    ]
+    assert targets(rows) == [
+        ("Triton Adam 64M vs copy bandwidth", "90.0%", ">= 85%"),
+        ("Triton Adam 64M vs torch fused AdamW", "1.50x", "> 1"),
+        ("triton GEMM float16 4096^3 vs torch.matmul", "95.0%", ">= 90%"),
+    ]

@@ -7,12 +7,17 @@ import argparse
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from dsbench.gpu.verify import add_arguments as verify_arguments
-
-    verify_arguments(p)
+    p.add_argument("--out", default=None, help="results folder (default ./results)")
+    p.add_argument("--quick", action="store_true", help="fewer sizes (about 3 minutes)")
+    p.add_argument(
+        "--device",
+        default="cuda",
+        choices=["cuda", "cpu"],
+        help="cpu: dry-run the script with the CPU's implementations",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    from dsbench.gpu.verify import run as verify
+    from dsbench.gpu import verify
 
-    return verify(args)
+    return verify.run(out=args.out, quick=args.quick, device=args.device)

@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-import argparse
+import getopt
 import itertools
 import json
 import sys
@@ -55,15 +55,31 @@ def shape_sweep(device: str, dtypes: tuple[str, ...], shapes) -> dict[str, dict]
     return out
 
 
+USAGE = "usage: python -m dsbench.gpu.ceilings [-h] [--device {cpu,cuda}]"
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m dsbench.gpu.ceilings")
-    p.add_argument("--device", choices=("cpu", "cuda"), default="cuda")
-    args = p.parse_args(argv)
+    """Measure and print the ceilings; its one option, ``--device cpu|cuda`` (default cuda), is
+    read with :mod:`getopt` (command lines are parsed in :mod:`dsbench.cli` alone)."""
+    try:
+        opts, rest = getopt.getopt(sys.argv[1:] if argv is None else argv, "h", ["help", "device="])
+    except getopt.GetoptError as exc:
+        print(f"{USAGE}\npython -m dsbench.gpu.ceilings: error: {exc}", file=sys.stderr)
+        return 2
+    given = dict(opts)
+    if "-h" in given or "--help" in given:
+        print(USAGE)
+        return 0
+    choice = given.get("--device", "cuda")
+    if rest or choice not in ("cpu", "cuda"):
+        why = f"unrecognized arguments: {' '.join(rest)}" if rest else f"--device {choice!r}"
+        print(f"{USAGE}\npython -m dsbench.gpu.ceilings: error: {why}", file=sys.stderr)
+        return 2
     from dsbench.hardware.ceilings import measure_ceilings
 
-    device = "cuda:0" if args.device == "cuda" else "cpu"
+    device = "cuda:0" if choice == "cuda" else "cpu"
     found = measure_ceilings(device)
-    gpu = args.device == "cuda"
+    gpu = choice == "cuda"
     dtypes = ("bfloat16", "float16") if gpu else ("bfloat16", "float32")
     found["shape_sweep"] = shape_sweep(device, dtypes, GPU_SHAPES if gpu else CPU_SHAPES)
     print(json.dumps(found), flush=True)

@@ -493,3 +493,31 @@ def file_problems(out: Path) -> list[str]:
 def default_out() -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     return ROOT / ".dsbench" / "gpu-check" / stamp
+
+
+BUDGET_S = {"cuda": 470.0, "cpu": 280.0}
+"""Under 8 minutes on one GPU (start-up and transfers of a 15-minute lease left over); under 5
+on the CPU rehearsal."""
+
+
+def gpu_check(choice: str, out: str | None, budget_s: float | None) -> int:
+    """``dsbench gpu-check``: the options checked, then :func:`check` on ``choice``'s device
+    (``auto``: the GPU if torch sees one, asked in a process of its own) into ``out`` (None:
+    :func:`default_out`), under ``budget_s`` (None: :data:`BUDGET_S`)."""
+    from dsbench.errors import UsageError
+
+    if budget_s is not None and budget_s <= 0:
+        raise UsageError(f"--budget {budget_s:g}: give a positive number of seconds")
+    folder = Path(out) if out else default_out()
+    if folder.exists() and any(folder.iterdir()):
+        raise UsageError(f"--out {folder} is not empty; gpu-check writes into an empty folder")
+    device = _device(choice)
+    return check(device, folder, budget_s or BUDGET_S[device])
+
+
+def _device(choice: str) -> str:
+    if choice != "auto":
+        return choice
+    probe = "import torch; print(int(torch.cuda.is_available()))"
+    found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    return "cuda" if found.stdout.strip() == "1" else "cpu"

@@ -26,7 +26,6 @@ a failed ``verify.run[impl=verify-gpu,case=<step> step]`` row after what complet
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import sys
 import time
@@ -275,24 +274,47 @@ def timed_cases(quick: bool) -> list[tuple[str, dict]]:
     return cases
 
 
-def _value(rows: list[Row], **want) -> float | None:
-    for r in rows:
-        if (
-            r.ok
-            and r.name == want["name"]
-            and all(r.params.get(k) == v for k, v in want.items() if k != "name")
-        ):
-            return r.value
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Timed:
+    """A timing row as the goals read it: its case's parameters, typed (:func:`timed_cases`)."""
+
+    name: str
+    """``copy``, ``adamw`` or ``gemm``."""
+    ok: bool
+    value: float | None
+    """The row's value where it is ok."""
+    impl: str | None = None
+    params: int | None = None
+    """AdamW's parameter count."""
+    dtype: str | None = None
+    """GEMM's dtype."""
+    size: int | None = None
+    """The copy's bytes, GEMM's M = N = K."""
+
+    @classmethod
+    def of(cls, row: Row) -> Timed:
+        p = row.params
+        return cls(name=row.name, ok=row.ok, value=row.value if row.ok else None,
+                   impl=p.get("impl"), params=p.get("params"), dtype=p.get("dtype"),
+                   size=p.get("size"))  # fmt: skip
+
+
+def _value(timed: list[Timed], **want) -> float | None:
+    """The value of the first ok row whose fields are ``want``'s."""
+    for t in timed:
+        if t.ok and all(getattr(t, k) == v for k, v in want.items()):
+            return t.value
     return None
 
 
 def targets(rows: list[Row]) -> list[tuple[str, str, str]]:
     """The kernels' goals (see the module docstring) as ratios measured in this run."""
     out = []
-    copy = next((r.value for r in rows if r.name == "copy" and r.ok), None)
-    for n in sorted({r.params["params"] for r in rows if r.name == "adamw"}):
-        tri = _value(rows, name="adamw", impl="triton", params=n)
-        tor = _value(rows, name="adamw", impl="torch", params=n)
+    timed = [Timed.of(r) for r in rows]
+    copy = next((t.value for t in timed if t.name == "copy" and t.ok), None)
+    for n in sorted({t.params for t in timed if t.name == "adamw"}):
+        tri = _value(timed, name="adamw", impl="triton", params=n)
+        tor = _value(timed, name="adamw", impl="torch", params=n)
         if tri and copy:
             out.append(
                 (f"Triton Adam {n / 1e6:.0f}M vs copy bandwidth", f"{tri / copy:.1%}", ">= 85%")
@@ -303,9 +325,9 @@ def targets(rows: list[Row]) -> list[tuple[str, str, str]]:
             )
     for dtype in ("float16", "bfloat16"):
         for size in (4096, 8192):
-            ref = _value(rows, name="gemm", impl="torch", dtype=dtype, size=size)
+            ref = _value(timed, name="gemm", impl="torch", dtype=dtype, size=size)
             for impl, goal in (("triton", ">= 90%"), ("cuda", ">= 50%")):
-                mine = _value(rows, name="gemm", impl=impl, dtype=dtype, size=size)
+                mine = _value(timed, name="gemm", impl=impl, dtype=dtype, size=size)
                 if ref and mine:
                     out.append(
                         (f"{impl} GEMM {dtype} {size}^3 vs torch.matmul", f"{mine / ref:.1%}", goal)
@@ -313,27 +335,11 @@ def targets(rows: list[Row]) -> list[tuple[str, str, str]]:
     return out
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", default=None, help="results folder (default ./results)")
-    p.add_argument("--quick", action="store_true", help="fewer sizes (about 3 minutes)")
-    p.add_argument(
-        "--device",
-        default="cuda",
-        choices=["cuda", "cpu"],
-        help="cpu: dry-run the script with the CPU's implementations",
-    )
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_arguments(p)
-    return run(p.parse_args(argv))
-
-
-def run(args: argparse.Namespace) -> int:
-    """``dsbench verify-gpu``: see the module docstring."""
+def run(*, out: str | None = None, quick: bool = False, device: str = "cuda") -> int:
+    """``dsbench verify-gpu``: see the module docstring. ``out``: the results folder (None:
+    ./results); ``quick``: fewer sizes; ``device``: ``cpu`` dry-runs it."""
     global DEVICE
-    DEVICE = args.device
+    DEVICE = device
     if DEVICE == "cuda" and not torch.cuda.is_available():
         print(
             "verify_gpu: no CUDA/ROCm device visible to torch; nothing to verify", file=sys.stderr
@@ -350,13 +356,13 @@ def run(args: argparse.Namespace) -> int:
         progress.step = "checks"
         verify(progress)
         progress.step = "timing"
-        timing_rows(args.quick, progress)
+        timing_rows(quick, progress)
     except BaseException as exc:  # a sticky device fault, no matched profile, Ctrl-C
         progress.stopped(exc)
         if not isinstance(exc, Exception):
-            finish(args.out, progress, started)
+            finish(out, progress, started)
             raise
-    return finish(args.out, progress, started)
+    return finish(out, progress, started)
 
 
 def finish(out, progress: Progress, started: datetime) -> int:
@@ -463,7 +469,3 @@ def print_report(checks: list[Check], build_s: dict[str, float], timed: list[Row
         )
     )
     print(tabulate(targets(timed), headers=["target", "measured", "goal"]))
-
-
-if __name__ == "__main__":
-    sys.exit(main())
