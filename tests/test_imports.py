@@ -300,11 +300,6 @@ def test_a_side_without_dsbench_installed_reports_the_checkouts_version(tmp_path
     assert got == tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 
 
-ARGPARSE_LEAVING = {"dsbench/ab/worker.py"}
-"""Modules outside cli/ that still parse a command line with argparse (the A/B worker's, moved
-with the rest of ``dsbench ab``'s work)."""
-
-
 def test_argparse_stays_in_cli():
     """A verb's module turns its parsed arguments into typed options: no module below cli/
     imports argparse or takes an ``argparse.Namespace``."""
@@ -320,4 +315,4 @@ def test_argparse_stays_in_cli():
             namespace = isinstance(node, ast.Attribute) and node.attr == "Namespace"
             if "argparse" in names or namespace:
                 found.add(rel)
-    assert found <= ARGPARSE_LEAVING, sorted(found - ARGPARSE_LEAVING)
+    assert found == set(), sorted(found)

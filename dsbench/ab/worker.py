@@ -25,7 +25,7 @@ compare judges its memory row ([Note: the design of an A/B] in :mod:`dsbench.ab.
 
 from __future__ import annotations
 
-import argparse
+import getopt
 import itertools
 import json
 import os
@@ -33,6 +33,7 @@ import pickle
 import queue
 import sys
 import threading
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 GROUP_LIFETIME_S = 12 * 3600.0
@@ -58,6 +59,30 @@ def takes_fresh_memory(bench) -> bool:
     return bool(bench.ranks_param and bench.interleave)
 
 
+@dataclass(frozen=True)
+class WorkerOptions:
+    """``--suite S [--filter RE] [--device D] --out FILE``."""
+
+    suite: str
+    out: str
+    filter: str | None = None
+    device: str = "cpu"
+
+    @classmethod
+    def parse(cls, argv: list[str]) -> WorkerOptions:
+        try:
+            opts, rest = getopt.getopt(argv, "", ["suite=", "filter=", "device=", "out="])
+        except getopt.GetoptError as exc:
+            raise ValueError(str(exc)) from None
+        given = {k.removeprefix("--"): v for k, v in opts}
+        missing = [f"--{k}" for k in ("suite", "out") if k not in given]
+        if rest:
+            raise ValueError(f"unrecognized arguments: {' '.join(rest)}")
+        if missing:
+            raise ValueError(f"the following arguments are required: {', '.join(missing)}")
+        return cls(**given)
+
+
 def fresh_memory_cases(ids: list[str]) -> int:
     """How many of the case ids are of benchmarks that :func:`takes_fresh_memory`."""
     from dsbench.suites import BENCHMARKS
@@ -67,12 +92,13 @@ def fresh_memory_cases(ids: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m dsbench.ab.worker")
-    p.add_argument("--suite", required=True)
-    p.add_argument("--filter")
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--out", required=True)
-    args = p.parse_args(argv)
+    """The coordinator's command line, read with :mod:`getopt` into :class:`WorkerOptions`
+    (command lines people type are parsed in :mod:`dsbench.cli` alone)."""
+    try:
+        args = WorkerOptions.parse(sys.argv[1:] if argv is None else argv)
+    except ValueError as exc:
+        print(f"python -m dsbench.ab.worker: error: {exc}", file=sys.stderr)
+        return 2
     # stdout carries the protocol alone: what anything else prints goes to stderr
     reply_to = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
