@@ -60,7 +60,7 @@ class SoakOptions:
     label: str | None = None
 
 
-def settings(opts: SoakOptions) -> tuple[Settings, dict]:
+def settings(opts: SoakOptions) -> tuple[Settings, SoakCase]:
     """The soak's settings and its row parameters, everything checked before any rank starts
     (one-line errors)."""
     from dsbench.engines.training import kernels_arg, resolve
@@ -113,21 +113,28 @@ def settings(opts: SoakOptions) -> tuple[Settings, dict]:
         seed=spec.seed,
         kernels=kernels_arg(spec.kernels),
     )
-    params = {
-        "engine": spec.engine,
-        "model": spec.model,
-        "nproc": job.world,
-        "stage": job.cfg.zero_optimization.stage,
-        "precision": job.cfg.precision,
-    }
-    return found, params
+    case = SoakCase(engine=spec.engine, model=spec.model, nproc=job.world,
+                    stage=job.cfg.zero_optimization.stage, precision=job.cfg.precision)  # fmt: skip
+    return found, case
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SoakCase:
+    """What a soak runs, as its result's row params record it (in this order)."""
+
+    engine: str
+    model: str
+    nproc: int
+    stage: int
+    precision: str
 
 
 def soak(opts: SoakOptions) -> int:
     """Run the soak ``opts`` describes; the exit status (1: a problem, 130/143: interrupted)."""
     from dsbench.envinfo import collect_env
 
-    found, params = settings(opts)
+    found, case = settings(opts)
+    params = dataclasses.asdict(case)
     if opts.list_faults:
         for fault in found.faults:
             print(f"{fault.env():40s} {fault.describe()}")
@@ -141,7 +148,7 @@ def soak(opts: SoakOptions) -> int:
     results.check_writable(folder)
     started = datetime.now(UTC)
     run_id = results.new_run_id(started)
-    label = opts.label or f"soak-{params['engine']}-zero{params['stage']}"
+    label = opts.label or f"soak-{case.engine}-zero{case.stage}"
     name = out.stem if out.suffix == ".json" else f"{run_id}-{results.slug(label)}"
     stream = Stream(folder / f"{name}.soak.jsonl")
     env = collect_env(found.device)
@@ -150,7 +157,7 @@ def soak(opts: SoakOptions) -> int:
     stopped: Interrupted | None = None
     length = f"{found.duration_s:g} s" if found.duration_s else f"{found.steps} steps"
     print(
-        f"dsbench soak: {params['engine']} ZeRO-{params['stage']} {params['precision']}, "
+        f"dsbench soak: {case.engine} ZeRO-{case.stage} {case.precision}, "
         f"{found.nproc} ranks, {length}, {len(found.faults)} fault(s); samples go to "
         f"{stream.path}",
         flush=True,
