@@ -12,7 +12,7 @@ import pytest
 
 from dsbench import results
 from dsbench.errors import UsageError
-from dsbench.publish import claims
+from dsbench.publish.data import claims
 from dsbench.stats import summarize
 from tests.conftest import SHIPPED_CLAIMS, make_doc, write_json
 

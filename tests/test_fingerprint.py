@@ -9,8 +9,8 @@ from dsbench import compare, results
 from dsbench.cli import main
 from dsbench.cli.run import _compare_with_previous
 from dsbench.envinfo import collect, collect_env
-from dsbench.publish import comparisons
-from dsbench.publish.facts import machine_labels
+from dsbench.publish.data import axes, pairings
+from dsbench.publish.data.facts import machine_labels
 from dsbench.records import fingerprint
 from tests.conftest import FIXTURE_RESULTS, make_doc, make_row
 
@@ -216,8 +216,8 @@ def test_pages_never_mix_two_machines_of_one_name(two_machines):
     assert labels["epyc"] == "vm · AMD EPYC (2 CPUs, 24 GiB, L2 512 KiB, LLC 32 MiB)"
     # the DeepSpeed axis pairs 0.18.3 with 0.18.4 on the Xeon only: the EPYC's 0.18.4 run,
     # the newest, is never the Xeon's contender
-    axis = next(a for a in comparisons.AXES if "0.18.3" in a.baseline and "0.18.4" in a.contender)
-    result = comparisons.pair(axis, runs)
+    axis = next(a for a in axes.AXES if "0.18.3" in a.baseline and "0.18.4" in a.contender)
+    result = pairings.pair(axis, runs)
     pairs = [(p.baseline.run.label, p.contender.run.label) for p in result.pairings]
     assert pairs == [("xeon-a", "xeon-b")]
     assert "Intel Xeon" in result.pairings[0].group

@@ -166,7 +166,7 @@ def test_an_ab_pair_outside_the_missions_axes_gets_its_own_page_and_panel(tmp_pa
     """DeepSpeed 0.17.2 vs 0.19.8 measured by dsbench ab: a page and an index panel of its own,
     with no claim about 0.18.3 vs 0.18.4 on it; the 0.18.3 vs 0.18.4 pair stays on its axis
     and an A/A pair (the same side twice) is no comparison."""
-    from dsbench.publish import comparisons
+    from dsbench.publish.data import axes
     from tests.conftest import write_json
 
     res = tmp_path / "results"
@@ -187,7 +187,7 @@ def test_an_ab_pair_outside_the_missions_axes_gets_its_own_page_and_panel(tmp_pa
             }
             write_json(res / "testbox" / f"{ab_id}-{k}.json", doc)
     runs = results.load_runs(res)
-    found = comparisons.ab_axes(runs)
+    found = axes.ab_axes(runs)
     assert [(a.slug, a.title, a.baseline, a.contender) for a in found] == [
         ("deepspeed-0.17.2-vs-0.19.8", "DeepSpeed 0.17.2 vs 0.19.8", "deepspeed=0.17.2",
          "deepspeed=0.19.8"),
@@ -201,7 +201,7 @@ def test_an_ab_pair_outside_the_missions_axes_gets_its_own_page_and_panel(tmp_pa
     found_panel = r'<section class="panel" id="panel-deepspeed-0.17.2-vs-0.19.8">(.*?)</section>'
     panel = re.search(found_panel, index, re.S).group(1)
     assert "No published claim about this comparison." in panel
-    assert index.count('<section class="panel"') == len(comparisons.AXES) + 2  # + kernels'
+    assert index.count('<section class="panel"') == len(axes.AXES) + 2  # + kernels'
     _check_links_and_images(out)
 
 
@@ -295,7 +295,8 @@ def test_an_undecided_soak_ab_is_told_more_soaks_not_a_suite():
     drift verdicts."""
     from types import SimpleNamespace
 
-    from dsbench.publish.comparisons import AXES, SOAK_ROUNDS, decide_text
+    from dsbench.publish.data.axes import AXES
+    from dsbench.publish.data.pairings import SOAK_ROUNDS, decide_text
 
     argv = ["ab", "--baseline", "deepspeed=0.18.3", "--contender", "deepspeed=0.18.4",
             "--rounds", "2", "--soak=--model mlp --steps 200 --faults kill=3"]  # fmt: skip
@@ -316,7 +317,7 @@ def test_a_partly_decided_pairing_says_why_the_rest_is_not():
     from types import SimpleNamespace
 
     from dsbench.compare import ComparedRow, tally
-    from dsbench.publish.comparisons import AXES, finding
+    from dsbench.publish.data.pairings import partly_undecided
 
     def row(change, basis="", to_decide=None):
         return ComparedRow(id="x", unit="u", direction="higher", baseline=1.0, contender=1.0,
@@ -326,10 +327,9 @@ def test_a_partly_decided_pairing_says_why_the_rest_is_not():
     rows = [row("unchanged")] * 13 + [row("inconclusive", wide, 30)] * 27
     rows += [row("inconclusive", "too few samples (3+3)")] * 2
     p = SimpleNamespace(report=SimpleNamespace(rows=rows, counts=tally(rows)))
-    text = str(finding(AXES[0], p))
-    assert (
+    assert partly_undecided(p) == (
         "29 not decided: spread too wide: the interval reaches across x1.05 (27 of them); "
-        "more rounds would decide them, each row says how many" in text
+        "more rounds would decide them, each row says how many"
     )
     p.report = SimpleNamespace(rows=rows[:13], counts=tally(rows[:13]))
-    assert "not decided" not in str(finding(AXES[0], p))
+    assert partly_undecided(p) is None

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from dsbench.publish import claims
+from dsbench.publish.data import claims
 from tests._soak_files import soak_results, write_soak
 from tests.conftest import SHIPPED_CLAIMS as SHIPPED
 from tests.test_claims import GOOD

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dsbench.publish.facts import finite
+from dsbench.publish.data.facts import finite
 from dsbench.records import UNSET, Row, value_or
 from dsbench.results import Run
 
@@ -323,3 +323,17 @@ def series_from_rows(soak: SoakFile, wanted: Iterable[Drifting]) -> dict[str, Se
                 if rank is not None and finite(step) is not None and finite(value) is not None:
                     out.setdefault(d.key, Series()).add(rank, float(step), float(value))
     return out
+
+
+def interval_text(fit: dict) -> str:
+    """A fit's 99% interval: ``-21.6 to 41.1``, or ``no interval``."""
+    lo, hi = finite(fit.get("low")), finite(fit.get("high"))
+    return "no interval" if lo is None or hi is None else f"{lo:.3g} to {hi:.3g}"
+
+
+CONFIG = "tests/configs/soak_zero2_bf16.json"
+"""The ZeRO-2 config the committed soaks ran (``soak_zero3_bf16.json`` beside it: ZeRO-3)."""
+SOAK_COMMAND = f"dsbench soak --config {CONFIG} --model mlp --steps 5000"
+FAULT_COMMAND = (
+    f"dsbench soak --config {CONFIG} --model mlp --steps 1000 --faults kill=20,hang=3,term=2"
+)

@@ -8,21 +8,20 @@ from typing import TYPE_CHECKING, Any
 
 from dsbench import hardware
 from dsbench.publish import plots
-from dsbench.publish.comparisons import group_name
-from dsbench.publish.facts import (
+from dsbench.publish.data.facts import (
     at_ceiling,
     ci,
     finite,
     headlines,
     machine_labels,
     metric,
+    num,
     peak_measured,
     peak_share,
-    prose,
     run_title,
-    share_html,
     short_run,
 )
+from dsbench.publish.data.pairings import group_name
 from dsbench.publish.html import (
     Html,
     breakable,
@@ -31,10 +30,10 @@ from dsbench.publish.html import (
     join,
     kv_table,
     link,
-    num,
     render_value,
     table,
 )
+from dsbench.publish.pages.cells import prose, share_html
 from dsbench.records import UNSET, Peak, Phases, Row, value_or
 from dsbench.results import Run
 
@@ -340,7 +339,7 @@ def history_steps(site: Site, members: list[Run]) -> list[Any]:
     """Per setting (:data:`ENVIRONMENT`), the steps over its runs of several launches (the unit
     of evidence), oldest first: found, then confirmed or not held, with a chart per case that
     has a candidate."""
-    from dsbench.publish.series_page import series_parts, steps_lists
+    from dsbench.publish.pages.series_page import series_parts, steps_lists
     from dsbench.sweep import series_over
 
     settings: dict[tuple, list[Run]] = {}

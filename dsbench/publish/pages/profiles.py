@@ -1,6 +1,6 @@
 """The hardware-profile pages: benchmark families × profiles (modelled floors beside measured
-values, from :mod:`dsbench.publish.modelled`; every case in ``cross-profile.csv``) and a roofline
-page per profile with the measured kernels."""
+values, from :mod:`dsbench.publish.data.modelled`; every case in ``cross-profile.csv``) and a
+roofline page per profile with the measured kernels."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from dsbench import hardware, results
-from dsbench.publish import modelled, plots
-from dsbench.publish.facts import finite, share_html
-from dsbench.publish.html import Html, breakable, el, join, link, num, table
+from dsbench.publish import plots
+from dsbench.publish.data import modelled
+from dsbench.publish.data.facts import finite, num
+from dsbench.publish.html import Html, breakable, el, join, link, table
+from dsbench.publish.pages.cells import share_html
 
 if TYPE_CHECKING:
     from dsbench.publish.site import Site

@@ -1,4 +1,4 @@
-"""The front pages: ``index.html`` (a panel per comparison, :mod:`dsbench.publish.panels`; the
+"""The front pages: ``index.html`` (a panel per comparison, :mod:`dsbench.publish.pages.panels`; the
 runs grouped by machine, profile, backend, Python and DeepSpeed version, with headline numbers;
 links to the other pages and asv's)
 and ``comparisons.html`` (which comparisons have data, and what to run for the others)."""
@@ -8,17 +8,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from dsbench import results
-from dsbench.publish import comparisons, panels
-from dsbench.publish.comparisons import AxisResult
-from dsbench.publish.facts import (
+from dsbench.publish.data.axes import FACTOR
+from dsbench.publish.data.facts import (
     backend_name,
     headlines,
     machine_labels,
-    prose,
     status_counts,
     when,
 )
+from dsbench.publish.data.pairings import AxisResult
 from dsbench.publish.html import Html, el, join, link, table, warn_list
+from dsbench.publish.pages import panels
+from dsbench.publish.pages.cells import prose
+from dsbench.publish.pages.comparisons import finding
 from dsbench.results import Run
 
 if TYPE_CHECKING:
@@ -172,7 +174,7 @@ def comparison_list(axes: list[AxisResult], depth: int) -> Html:
         if r.has_data:
             groups = el(
                 "ul",
-                *(el("li", p.group, ": ", comparisons.finding(a, p)) for p in r.pairings),
+                *(el("li", p.group, ": ", finding(a, p)) for p in r.pairings),
                 cls="plain",
             )
             items.append(el("li", link("../" * depth + f"compare/{a.slug}.html", a.title), groups))
@@ -212,7 +214,7 @@ def asv_note(site: Site, depth: int) -> Html:
 
 
 def comparisons_page(site: Site, axes: list[AxisResult]) -> None:
-    f = comparisons.FACTOR
+    f = FACTOR
     body = [
         el(
             "p",

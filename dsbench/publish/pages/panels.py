@@ -1,4 +1,4 @@
-"""The index's panels: one card per comparison (:mod:`dsbench.publish.comparisons`) that
+"""The index's panels: one card per comparison (:mod:`dsbench.publish.pages.comparisons`) that
 answers its question at a glance: the verdict counts, a small forest plot of the decided ratios
 with their 99% intervals, the machine, the published claims about the same question with their
 verdicts, and a link to the detail page; for a comparison without data, what to run, once."""
@@ -11,14 +11,17 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from dsbench import compare, hardware, results
-from dsbench.publish import comparisons, plots
-from dsbench.publish.comparisons import AxisResult
-from dsbench.publish.facts import finite, prose
+from dsbench.publish import plots
+from dsbench.publish.data.axes import FACTOR
+from dsbench.publish.data.facts import finite
+from dsbench.publish.data.pairings import AxisResult
 from dsbench.publish.html import Html, el, join, link
+from dsbench.publish.pages.cells import prose
+from dsbench.publish.pages.comparisons import finding
 from dsbench.records import HIGHER, LOWER, ClaimCheck
 
 if TYPE_CHECKING:
-    from dsbench.publish.claims import Claim
+    from dsbench.publish.data.claims import Claim
     from dsbench.publish.site import Site
 
 VERDICTS = ("better", "worse", "unchanged", "inconclusive")
@@ -62,7 +65,7 @@ def claim_topics(claim: Claim) -> set[str]:
 
 def panels(site: Site, axes: list[AxisResult]) -> Html:
     """The grid of panels, one per axis; each with the published claims on its topic (an A/B's
-    own axis, :func:`dsbench.publish.comparisons.ab_axes`: on its two sides)."""
+    own axis, :func:`dsbench.publish.data.axes.ab_axes`: on its two sides)."""
     checked = site.claim_checks
     cards = []
     for r in axes:
@@ -95,7 +98,7 @@ def panel(site: Site, result: AxisResult, claims: list[tuple[Claim, ClaimCheck]]
         if (chart := headline_figure(site, result)) is not None:
             parts.append(chart)
         parts.append(el("ul", *(el("li", el("strong", p.group), ": ",
-                                       comparisons.finding(a, p)) for p in result.pairings),
+                                       finding(a, p)) for p in result.pairings),
                         cls="plain"))  # fmt: skip
         parts.append(el("p", link(href, "Every case, the charts and the runs →")))
     parts.append(claims_block(claims))
@@ -146,11 +149,11 @@ def headline_figure(site: Site, result: AxisResult) -> Html | None:
     ]
     more = f" The {len(shown)} largest changes of {len(rows)}." if len(rows) > len(shown) else ""
     return site.figure(
-        partial(plots.ratio_chart, cases, factor=comparisons.FACTOR, width=5.5, legend=False),
+        partial(plots.ratio_chart, cases, factor=FACTOR, width=5.5, legend=False),
         depth=0,
         alt=f"{result.axis.title}: decided ratios with their 99% intervals",
         caption=f"Decided cases: contender / baseline with its 99% interval; shaded: within "
-        f"×{comparisons.FACTOR:g} (unchanged). Green better, red worse, dark unchanged.{more}",
+        f"×{FACTOR:g} (unchanged). Green better, red worse, dark unchanged.{more}",
     )
 
 

@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING
 
 from dsbench import compare
 from dsbench.publish import plots
-from dsbench.publish.facts import ci, finite, peak_share, short_run, side_row
+from dsbench.publish.data.facts import ci, finite, peak_share, short_run, side_row
 from dsbench.publish.html import Html, el
 from dsbench.records import HIGHER, LOWER
 
 if TYPE_CHECKING:
-    from dsbench.publish.comparisons import AxisResult, Pairing
+    from dsbench.publish.data.pairings import AxisResult, Pairing
     from dsbench.publish.site import Site
 
 MAX_BARS = 40

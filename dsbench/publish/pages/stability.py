@@ -1,7 +1,7 @@
 """The stability page: what each ``dsbench soak`` found.
 
 ``stability.html`` has a section per soak result file (suite ``soak``, see
-:mod:`dsbench.soak.report`; read through :mod:`dsbench.publish.soaks`):
+:mod:`dsbench.soak.report`; read through :mod:`dsbench.publish.data.soaks`):
 
 - *what was run*: engine and DeepSpeed version, ZeRO stage, precision, offload, model, ranks,
   steps, how long it took, the faults scheduled, the machine;
@@ -15,7 +15,7 @@
 - *loss anomalies*.
 
 The stability claims are set beside these soaks on the claims page
-(:mod:`dsbench.publish.stability_claims`). Every string from a file is escaped
+(:mod:`dsbench.publish.pages.stability_claims`). Every string from a file is escaped
 (:mod:`dsbench.publish.html`); chart text goes through :func:`dsbench.publish.plots.text`.
 """
 
@@ -26,19 +26,10 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from dsbench.publish import plots
-from dsbench.publish.facts import finite, run_title
-from dsbench.publish.html import (
-    Html,
-    details,
-    el,
-    join,
-    kv_table,
-    link,
-    num,
-    table,
-    warn_list,
-)
-from dsbench.publish.soaks import (
+from dsbench.publish.data.facts import finite, num, run_title
+from dsbench.publish.data.soaks import (
+    FAULT_COMMAND,
+    SOAK_COMMAND,
     STEP_ROW,
     Drifting,
     Series,
@@ -50,6 +41,7 @@ from dsbench.publish.soaks import (
     duration,
     engine_text,
     fits,
+    interval_text,
     machine_text,
     rank_of,
     read_stream,
@@ -58,6 +50,16 @@ from dsbench.publish.soaks import (
     soak_files,
     stream_path,
 )
+from dsbench.publish.html import (
+    Html,
+    details,
+    el,
+    join,
+    kv_table,
+    link,
+    table,
+    warn_list,
+)
 from dsbench.records import value_or
 
 if TYPE_CHECKING:
@@ -65,12 +67,6 @@ if TYPE_CHECKING:
 
 PAGE = "stability.html"
 VERDICTS = ("flat", "growing", "inconclusive")
-CONFIG = "tests/configs/soak_zero2_bf16.json"
-"""The ZeRO-2 config the committed soaks ran (``soak_zero3_bf16.json`` beside it: ZeRO-3)."""
-SOAK_COMMAND = f"dsbench soak --config {CONFIG} --model mlp --steps 5000"
-FAULT_COMMAND = (
-    f"dsbench soak --config {CONFIG} --model mlp --steps 1000 --faults kill=20,hang=3,term=2"
-)
 
 
 def facts(site: Site, soak: SoakFile) -> list[tuple[Any, Any]]:
@@ -193,12 +189,6 @@ def charts(site: Site, soak: SoakFile) -> list[Html]:
 # --------------------------------------------------------------------------------------------
 # Tables
 # --------------------------------------------------------------------------------------------
-
-
-def interval_text(fit: dict) -> str:
-    """A fit's 99% interval: ``-21.6 to 41.1``, or ``no interval``."""
-    lo, hi = finite(fit.get("low")), finite(fit.get("high"))
-    return "no interval" if lo is None or hi is None else f"{lo:.3g} to {hi:.3g}"
 
 
 DRIFT_HEAD = ["series", "rank", "slope per 1,000 steps", "99% interval", "threshold",

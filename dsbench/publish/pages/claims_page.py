@@ -1,6 +1,6 @@
 """``claims.html``: each claim file's table, what was claimed beside what dsbench measured or
 modelled (said which), the verdict and the commands that would measure it; the stability claims
-beside the soaks (:mod:`dsbench.publish.stability_claims`). A claim is never treated as a
+beside the soaks (:mod:`dsbench.publish.pages.stability_claims`). A claim is never treated as a
 result."""
 
 from __future__ import annotations
@@ -8,9 +8,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from dsbench import results
-from dsbench.publish import claims, stability_claims
-from dsbench.publish.facts import cell, finite
+from dsbench.publish.data import claims
+from dsbench.publish.data.facts import finite
 from dsbench.publish.html import Html, details, el, join, render_value, table, warn_list
+from dsbench.publish.pages import stability_claims
+from dsbench.publish.pages.cells import cell
 from dsbench.records import HIGHER, LOWER, ClaimCheck, value_or
 
 if TYPE_CHECKING:
