@@ -288,3 +288,46 @@ def test_a_side_without_dsbench_installed_reports_the_checkouts_version(tmp_path
     got = subprocess.run([sys.executable, "-S", "-c", code], cwd=tmp_path, capture_output=True,
                          text=True, check=True).stdout.strip()  # fmt: skip
     assert got == tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+
+
+PUBLISH_DATA = "dsbench.publish.data"
+"""What the published site says, computed from the runs: no markup, no plotting, no page."""
+VIEW_ONLY = {"html", "matplotlib"}
+"""Modules only the views of ``dsbench.publish`` may import (the markup, the charts)."""
+
+
+def _top_level_imports(path: Path) -> set[str]:
+    """The top-level names of every absolute import ``path`` makes (``matplotlib.figure`` ->
+    ``matplotlib``), wherever the import statement is."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            out.add(node.module.split(".")[0])
+    return out
+
+
+def test_publish_data_imports_no_view():
+    """A module of ``dsbench.publish.data`` imports nothing of ``dsbench.publish`` outside data
+    (no page, no ``html``, ``plots``, ``tables`` or ``site`` module) and neither matplotlib nor
+    the ``html`` module; importing all of it loads no view either."""
+    import subprocess
+    import sys
+
+    folder = ROOT.joinpath(*PUBLISH_DATA.split("."))
+    for path in sorted(folder.rglob("*.py")):
+        views = {m for m in _imports(path)
+                 if m.startswith("dsbench.publish") and not m.startswith(PUBLISH_DATA)}  # fmt: skip
+        assert views == set(), f"{path.relative_to(ROOT)} imports {sorted(views)}"
+        assert _top_level_imports(path) & VIEW_ONLY == set(), path.relative_to(ROOT)
+    code = (
+        "import importlib, pkgutil, sys, dsbench.publish.data as d\n"
+        "for m in pkgutil.walk_packages(d.__path__, d.__name__ + '.'):\n"
+        "    importlib.import_module(m.name)\n"
+        "print(' '.join(m for m in sys.modules if m.split('.')[0] == 'matplotlib' or\n"
+        "               m.startswith('dsbench.publish.') and not m.startswith(d.__name__)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == []

@@ -6,7 +6,7 @@ manifest (each run's purpose)."""
 import pytest
 
 from dsbench import results
-from dsbench.publish import build, site
+from dsbench.publish import site
 from dsbench.publish.data import manifest
 from dsbench.publish.pages import runs as run_pages
 from tests.conftest import make_doc, make_row, write_json
