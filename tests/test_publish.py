@@ -116,8 +116,9 @@ def test_fixture_runs_make_a_complete_site(fixture_site):
 
 
 def test_engine_page_holds_the_compare_table(fixture_site):
-    """The comparison page's rows are dsbench.compare's: same pairing, ratios, intervals and
-    verdicts; it opens with the sorted ratio chart, then the table."""
+    """The engine comparison's pairing is dsbench.compare's: same pairing, ratios, intervals and
+    verdicts (asserted on :mod:`dsbench.publish.data.pairings`); its page opens with the sorted
+    ratio chart, then the table of those rows."""
     res, out = fixture_site.results, fixture_site.out
     runs = results.load_runs(res)
     both = [r for r in runs if r.record.to_json().get("suite") == "training"
@@ -131,47 +132,51 @@ def test_engine_page_holds_the_compare_table(fixture_site):
     widest = max(reversed(both), key=per_engine)
     base, cont, _ = compare.pick_runs([widest], "engine=deepspeed", "engine=dsbench")
     rep = compare.report(base, cont, axes={"engine"}, fmt="plain", runs=runs)
-    page = _section(
-        (out / "compare" / "engine-dsbench-vs-deepspeed.html").read_text(), "training suite"
-    )
-    assert html.escape(rep.verdict) in page
-    body = page.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
+    engine_axis = next(a for a in AXES if a.slug == "engine-dsbench-vs-deepspeed")
+    result = pairings.pair(engine_axis, runs)
+    assert result.param and result.has_data
+    (p,) = [p for p in result.pairings if p.group == "training suite"]
+    assert p.baseline.run is widest and p.contender.run is widest and p.suite == "training"
+    assert p.report.verdict == rep.verdict and p.report.counts == rep.counts
     # like-for-like rows (both engines on torch.distributed's collectives) are paired; the rows
     # of dsbench's own shm collectives have no DeepSpeed counterpart (the widest of the two
     # runs that hold both engines: efficiency-after, 6 cases per engine and 6 shm cases)
     assert widest.label == "efficiency-after"
-    assert body.count("<tr") == len(rep.rows) == 12
+    assert len(p.report.rows) == len(rep.rows) == 12
     assert rep.counts["one side only"] == 6
+    for got, row in zip(p.report.rows, rep.rows, strict=True):
+        assert (got.id, got.change, got.basis, got.low, got.high) == (
+            row.id, row.change, row.basis, row.low, row.high
+        )  # fmt: skip
+        assert got.ratio == row.ratio or not row.comparable
+        if not row.comparable:
+            assert "comm=shm" in row.id and row.change == "only in contender"
+    # the history chart's runs: both runs that hold both engines; DeepSpeed 0.18.3 vs 0.18.4:
+    # every training run (each 0.18.3 or 0.18.4)
+    assert [r.label for r in p.runs] == [r.label for r in both]
+    assert [r.label for r in both] == ["efficiency-before", "efficiency-after"]
+    ds_axis = next(a for a in AXES if a.slug == "deepspeed-0.18.3-vs-0.18.4")
+    (ds,) = [p for p in pairings.pair(ds_axis, runs).pairings if p.group == "training suite"]
+    training = [r for r in runs if r.suite == "training"]
+    assert len(ds.runs) == len(training) == 6
+    # the page (smoke): the verdict, the table's columns and rows, the ratio chart first, then
+    # bars with CIs, % of peak (MFU) and the history
+    page = _section(
+        (out / "compare" / "engine-dsbench-vs-deepspeed.html").read_text(), "training suite"
+    )
+    assert html.escape(rep.verdict) in page
     head = page.split("<thead>", 1)[1].split("</thead>", 1)[0]
     assert re.findall(r"<th[^>]*>([^<]*)</th>", head) == [
         "benchmark", "unit", "baseline", "contender", "ratio", "99% interval", "verdict", "basis"
     ]  # fmt: skip
-    for row in rep.rows:
-        assert f'title="{html.escape(row.id)}"' in page
-        if not row.comparable:
-            assert "comm=shm" in row.id and row.change == "only in contender"
-            continue
-        assert f"<td>{row.ratio:.3f}</td>" in page
-        assert f'<tr class="{row.change}">' in body
-        assert html.escape(row.basis) in body
-        if row.low is not None:
-            assert html.escape(compare.interval_text(row)) in body
-    # the ratio chart opens the section, before the table; then bars with CIs, % of peak
-    # (MFU), and a history once several runs hold both sides
+    assert all(f'title="{html.escape(row.id)}"' in page for row in rep.rows)
     first = page.index("<figure>")
     assert first < page.index("<table") and "ratio of each case" in page[first : first + 300]
-    if rep.counts["inconclusive"] and not (
-        rep.counts["better"] + rep.counts["worse"] + rep.counts["unchanged"]
-    ):
-        assert "The data cannot decide: " in page and "dsbench run --suite training" in page
-    assert [r.label for r in both] == ["efficiency-before", "efficiency-after"]
     assert page.count("<figure>") == 4 and "History over the 2 runs" in page
     ds_page = _section(
         (out / "compare" / "deepspeed-0.18.3-vs-0.18.4.html").read_text(), "training suite"
     )
-    training = [r for r in runs if r.suite == "training"]  # each 0.18.3 or 0.18.4
     assert ds_page.count("<figure>") == 4 and f"History over the {len(training)} runs" in ds_page
-    assert len(training) == 6
 
 
 def test_lists_never_present_noise_as_a_finding(fixture_site):
