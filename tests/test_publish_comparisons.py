@@ -67,13 +67,35 @@ def _backend_site(tmp_path: Path, launches: int) -> tuple[Path, str]:
     return out, (out / "compare" / "cuda-vs-rocm.html").read_text()
 
 
+def _backend_pairing(tmp_path: Path):
+    """The CUDA vs ROCm axis and its one pairing of :func:`_backend_runs`' site."""
+    from dsbench.publish.data import pairings
+    from dsbench.publish.data.axes import AXES
+
+    axis = next(a for a in AXES if a.slug == "cuda-vs-rocm")
+    (p,) = pairings.pair(axis, results.load_runs(tmp_path / "results")).pairings
+    return axis, p
+
+
 def test_cuda_vs_rocm_page_when_both_backends_exist(tmp_path):
     """One launch per side on two machines: the ratio is shown, the verdict is inconclusive
     (grey, saying why) and the page says plainly that the data cannot decide."""
+    from dsbench.publish.data import pairings
+
     out, page = _backend_site(tmp_path, launches=1)
-    assert "quick suite" in page and "<td>0.502</td>" in page
-    assert '<tr class="inconclusive">' in page and '<tr class="worse">' not in page
-    assert "one round per side and no noise figure for this machine and benchmark" in page
+    axis, p = _backend_pairing(tmp_path)
+    (row,) = p.report.rows
+    assert p.group == "quick suite" and f"{row.ratio:.3f}" == "0.502"
+    assert row.change == "inconclusive"
+    assert "one round per side and no noise figure for this machine and benchmark" in row.basis
+    assert pairings.undecided(axis, p).startswith(
+        "the data cannot decide: one round per side and no noise figure"
+    )
+    assert pairings.counts_text(p.report.counts) == (
+        "0 better, 0 worse, 0 unchanged, 1 inconclusive, 0 on one side only"
+    )
+    # the page and the index (smoke)
+    assert "<td>0.502</td>" in page and '<tr class="inconclusive">' in page
     assert "The data cannot decide: one round per side and no noise figure" in page
     assert "different machines" in page  # why no `dsbench ab` can alternate them
     assert "device (NVIDIA H100 80GB HBM3 vs AMD Instinct MI250X)" in page  # a confounder, said
@@ -88,10 +110,18 @@ def test_cuda_vs_rocm_page_when_both_backends_exist(tmp_path):
 def test_several_launches_per_side_decide_and_colour_the_row(tmp_path):
     """With five launches a side the 99% interval exists: the row is worse (red), its interval
     and basis are shown, and the list counts it as a finding."""
+    from dsbench import compare
+    from dsbench.publish.data import pairings
+
     out, page = _backend_site(tmp_path, launches=5)
+    axis, p = _backend_pairing(tmp_path)
+    (row,) = p.report.rows
+    assert row.change == "worse" and "5+5 rounds" in row.basis
+    assert re.fullmatch(r"0\.\d{3}-0\.\d{3}", compare.interval_text(row))
+    assert pairings.undecided(axis, p) is None
+    # the page and the index (smoke)
     assert '<tr class="worse">' in page and "<strong>worse</strong>" in page
-    assert "5+5 rounds" in page and re.search(r"0\.\d{3}-0\.\d{3}", page)
-    assert "The data cannot decide" not in page
+    assert compare.interval_text(row) in page and "The data cannot decide" not in page
     index = (out / "index.html").read_text()
     assert "0 better, 1 worse, 0 unchanged, 0 inconclusive, 0 on one side only" in index
 
@@ -126,27 +156,49 @@ def _verdict_runs(res: Path) -> None:
 
 
 def test_comparison_page_shows_the_four_verdicts_and_the_ratio_chart(tmp_path):
+    """The ab pair is the pairing (not the newer run measured apart), with one row per verdict,
+    each with its reason (asserted on the pairing's report); the page shows them, opening with
+    the ratio chart."""
+    from dsbench.publish.data import pairings
+    from dsbench.publish.data.axes import AXES
+
     res = tmp_path / "results"
     _verdict_runs(res)
-    out = tmp_path / "site"
-    assert _publish(res, out) == 0
-    page = (out / "compare" / "deepspeed-0.18.3-vs-0.18.4.html").read_text()
-    assert "measured together by dsbench ab abcd (deepspeed=0.18.3 vs deepspeed=0.18.4)" in page
-    assert "20261209T000000Z-apart0" not in _section(page, "quick suite").split("<figure>")[0]
-    body = page.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
-    rows = re.findall(r'<tr class="([a-z]+)">(.*?)</tr>', body)
-    verdicts = {re.search(r'title="([^"]+)"', r).group(1): cls for cls, r in rows}
-    assert verdicts == {
+    axis = next(a for a in AXES if a.slug == "deepspeed-0.18.3-vs-0.18.4")
+    (p,) = pairings.pair(axis, results.load_runs(res)).pairings
+    assert (p.baseline.run.id, p.contender.run.id) == (
+        "20261201T000000Z-ab0000", "20261202T000000Z-ab0001"
+    )  # fmt: skip
+    assert any(
+        "measured together by dsbench ab abcd (deepspeed=0.18.3 vs deepspeed=0.18.4)" in note
+        for note in p.report.notes
+    )
+    rows = {r.id: r for r in p.report.rows}
+    assert {i: r.change for i, r in rows.items()} == {
         "adamw[size=1]": "better",
         "adamw[size=2]": "worse",
         "adamw[size=3]": "unchanged",
         "adamw[size=4]": "inconclusive",
         "adamw[size=5]": "inconclusive",
-        "adamw[size=6]": "missing",
+        "adamw[size=6]": "only in contender",
     }
-    assert "spread too wide: the interval reaches across x1.05" in body
-    assert "one value on a side" in body and "only in contender" in body
+    assert not rows["adamw[size=6]"].comparable
+    assert rows["adamw[size=4]"].basis.startswith(
+        "spread too wide: the interval reaches across x1.05"
+    )
+    assert "one value on a side" in rows["adamw[size=5]"].basis
     verdict = "1 better, 1 worse, 1 unchanged, 2 inconclusive, 1 on one side only"
+    assert pairings.counts_text(p.report.counts) == verdict
+    assert pairings.undecided(axis, p) is None
+    # the page and the index (smoke): the rows coloured by verdict, the counts listed
+    out = tmp_path / "site"
+    assert _publish(res, out) == 0
+    page = (out / "compare" / "deepspeed-0.18.3-vs-0.18.4.html").read_text()
+    assert "20261209T000000Z-apart0" not in _section(page, "quick suite").split("<figure>")[0]
+    body = page.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
+    classes = re.findall(r'<tr class="([a-z]+)">', body)
+    assert sorted(classes) == sorted(["better", "worse", "unchanged", "inconclusive",
+                                      "inconclusive", "missing"])  # fmt: skip
     assert verdict in (out / "index.html").read_text()
     assert "The data cannot decide" not in page
     # the ratio chart: first on the page, one line per drawn case, as wide as the page allows
