@@ -133,8 +133,44 @@ def test_a_soak_merged_by_dsbench_ab_lists_each_launch_fit(tmp_path):
     assert page.count("<td>0 (launch 1)</td>") == 2  # rank 0: memory and step time
 
 
+def _soak_claims(res):
+    """The soaks of the results folder ``res``, and the shipped claims with a ``soak`` mapping."""
+    from dsbench.publish.data.soaks import soak_files
+    from dsbench.results import asv as asv_results
+
+    wanted = [c for c in claims.load_claims(SHIPPED) if c.dsbench.soak is not None]
+    return soak_files(asv_results.load_all_runs(res)), wanted
+
+
 def test_the_claims_page_sets_the_stability_claims_beside_the_soaks(soak_site):
-    _, out = soak_site
+    """Each stability claim beside what every matching soak shows (asserted on
+    :func:`dsbench.publish.data.soak_claims.soak_lines`), the page's table a row per claim."""
+    from dsbench.publish.data.soak_claims import soak_lines, to_measure
+
+    res, out = soak_site
+    soaks, wanted = _soak_claims(res)
+    assert len(wanted) == 8
+    by_label = {c.label: (c, [str(x) for x in soak_lines(c, soaks)]) for c in wanted}
+    assert all(lines for _, lines in by_label.values())  # every claim measured by some soak
+    claim, resume = by_label["恢复训练成功率"]
+    claimed = [f"{s.label}: {s.text}" for s in (claim.baseline, claim.contender)]
+    assert claimed == ["v0.18.3: 82%", "v0.18.4: 99.6%"]  # the claim, as printed
+    assert (
+        "DeepSpeed 0.18.4 · ZeRO-3 bf16 · no offload · mlp, 2 ranks · 400 steps · 3 min 20 s "
+        "(the claim's v0.18.4 side): 100.0% of restarts continued bit for bit (2 of 2)" in resume
+    )
+    assert to_measure(claim).startswith(
+        "dsbench ab --baseline deepspeed=0.18.3 --contender deepspeed=0.18.4"
+    )
+    mtbf = " | ".join(by_label["平均无故障时间"][1])
+    assert "no failure nobody injected in 2 min 00 s of training" in mtbf
+    assert "no failure nobody injected in 1 min 00 s of training" in mtbf  # the dsbench soak
+    growth = " | ".join(by_label["ZeRO-3在长时间训练时的显存缓慢增长问题（GitHub issue #4567）"][1])
+    assert re.search(r"host resident memory: rank 0: growing, (49\.9|50)", growth)
+    assert "ZeRO-2" not in growth  # only the ZeRO-3 soak fits stage = 3
+    fluctuation = " | ".join(by_label["显存波动范围"][1])
+    assert re.search(r"host resident memory: ±\d+(\.\d+)? MiB around", fluctuation)
+    # the page (smoke): the scale sentence, a row per claim, none missing
     page = (out / "claims.html").read_text()
     table = page.split('<h2 id="stability">', 1)[1].split("<h2", 1)[0]
     text = _text(table)
@@ -145,33 +181,29 @@ def test_the_claims_page_sets_the_stability_claims_beside_the_soaks(soak_site):
     )
     assert "nothing here calls a claim consistent or contradicted" in text
     rows = re.findall(r"<tr[^>]*>(.*?)</tr>", table.split("<tbody>", 1)[1])
-    wanted = [c for c in claims.load_claims(SHIPPED) if c.dsbench.soak is not None]
-    assert len(rows) == len(wanted) == 8
-    by_label = {c.label: _text(next(r for r in rows if html.escape(c.label) in r)) for c in wanted}
-    resume = by_label["恢复训练成功率"]
-    assert "v0.18.3: 82% v0.18.4: 99.6%" in resume  # the claim, as printed
-    assert (
-        "DeepSpeed 0.18.4 · ZeRO-3 bf16 · no offload · mlp, 2 ranks · 400 steps · 3 min 20 s "
-        "(the claim's v0.18.4 side): 100.0% of restarts continued bit for bit (2 of 2)" in resume
-    )
-    assert "dsbench ab --baseline deepspeed=0.18.3 --contender deepspeed=0.18.4" in resume
-    mtbf = by_label["平均无故障时间"]
-    assert "no failure nobody injected in 2 min 00 s of training" in mtbf
-    assert "no failure nobody injected in 1 min 00 s of training" in mtbf  # the dsbench soak
-    growth = by_label["ZeRO-3在长时间训练时的显存缓慢增长问题（GitHub issue #4567）"]
-    assert re.search(r"host resident memory: rank 0: growing, (49\.9|50)", growth)
-    assert "ZeRO-2" not in growth  # only the ZeRO-3 soak fits stage = 3
-    fluctuation = by_label["显存波动范围"]
-    assert re.search(r"host resident memory: ±\d+(\.\d+)? MiB around", fluctuation)
+    assert len(rows) == len(wanted)
+    (row,) = [r for r in rows if html.escape(claim.label) in r]
+    assert " ".join(claimed) in _text(row)
     assert "not measured" not in text and 'class="missing"' not in table
 
 
 def test_without_soaks_every_stability_claim_is_not_measured(tmp_path):
+    from dsbench.publish.data.soak_claims import not_measured_why, soak_lines, to_measure
+
     res = tmp_path / "results"
     _one_run(res)
     (res / "claims").mkdir()
     for path in SHIPPED.glob("*.toml"):
         (res / "claims" / path.name).write_text(path.read_text())
+    soaks, wanted = _soak_claims(res)
+    assert soaks == [] and len(wanted) == 8
+    for c in wanted:
+        assert soak_lines(c, soaks) == [] and not_measured_why(c.dsbench.soak, soaks) == (
+            "no soak result"
+        )
+    # what would measure the resume rate
+    assert any("--faults kill=20,hang=3,term=2" in to_measure(c) for c in wanted)
+    # the pages (smoke)
     out = tmp_path / "site"
     assert _publish(res, out) == 0
     table = (out / "claims.html").read_text().split('<h2 id="stability">', 1)[1]
@@ -179,7 +211,6 @@ def test_without_soaks_every_stability_claim_is_not_measured(tmp_path):
     assert "Measured: </strong>nothing: no soak result." in table
     assert table.count('<tr class="missing">') == 8
     assert table.count("<strong>not measured</strong>: no soak result<") == 8
-    assert "--faults kill=20,hang=3,term=2" in table  # what would measure the resume rate
     stability = _text((out / "stability.html").read_text())
     assert "No soak results yet: dsbench soak --config tests/configs/soak_zero2_bf16.json" in (
         stability

@@ -8,6 +8,8 @@ measure it. It decides nothing (the table: :mod:`dsbench.publish.pages.stability
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dsbench.publish.data.facts import finite, num
@@ -24,6 +26,7 @@ from dsbench.publish.data.soaks import (
     fits,
     interval_text,
     rank_of,
+    short_text,
 )
 from dsbench.records import Row, value_or
 
@@ -162,3 +165,44 @@ def to_measure(claim: Claim) -> str:
             f"deepspeed={versions[1][0]} --rounds 2 --soak='{args}'"
         )
     return soak
+
+
+@dataclass(frozen=True)
+class SoakLine:
+    """What one soak shows for a claim: ``DeepSpeed 0.18.4 · ZeRO-3 ... (the claim's v0.18.4
+    side): 100.0% of restarts continued bit for bit (2 of 2)``."""
+
+    soak: SoakFile
+    side: str
+    """:func:`side_of`: the claim's side the soak ran, or ``""``."""
+    text: str
+    """:func:`measured_text`."""
+
+    def __str__(self) -> str:
+        return f"{short_text(self.soak)}{self.side}: {self.text}"
+
+
+def soak_lines(claim: Claim, soaks: Sequence[SoakFile]) -> list[SoakLine]:
+    """What each soak that fits the claim's ``soak`` mapping shows for it (none: not measured,
+    :func:`not_measured_why`)."""
+    spec = claim.dsbench.soak
+    assert spec is not None
+    return [
+        SoakLine(soak, side_of(claim, soak), text)
+        for soak in soaks
+        if matches(soak, spec) and (text := measured_text(soak, spec)) is not None
+    ]
+
+
+def not_measured_why(spec: SoakSpec, soaks: Sequence[SoakFile]) -> str:
+    """Why no soak has anything for the claim."""
+    pattern = ", ".join(f"{k}={v}" for k, v in spec.params.items())
+    matching = [s for s in soaks if matches(s, spec)]
+    if not soaks:
+        return "no soak result"
+    if not matching:
+        return f"no soak result with {pattern}"
+    if spec.rows:
+        which = f" with {pattern}" if pattern else ""
+        return f"the soak(s){which} have no {' or '.join(spec.rows)}"
+    return "the soak(s) recorded no launches"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from dsbench.publish.data.soak_claims import matches, measured_text, side_of, to_measure
+from dsbench.publish.data.soak_claims import not_measured_why, soak_lines, to_measure
 from dsbench.publish.data.soaks import (
     SoakFile,
     duration,
@@ -56,28 +56,17 @@ def scale_sentence(soaks: Sequence[SoakFile], claims: Sequence[Claim]) -> Html:
 
 def not_measured(spec: SoakSpec, soaks: Sequence[SoakFile]) -> Html:
     """Why no soak has anything for the claim."""
-    pattern = ", ".join(f"{k}={v}" for k, v in spec.params.items())
-    matching = [s for s in soaks if matches(s, spec)]
-    if not soaks:
-        why = "no soak result"
-    elif not matching:
-        why = f"no soak result with {pattern}"
-    elif spec.rows:
-        why = f"the soak(s){f' with {pattern}' if pattern else ''} have no {' or '.join(spec.rows)}"
-    else:
-        why = "the soak(s) recorded no launches"
-    return el("div", el("strong", "not measured"), f": {why}")
+    return el("div", el("strong", "not measured"), f": {not_measured_why(spec, soaks)}")
 
 
 def claim_cells(claim: Claim, soaks: Sequence[SoakFile]) -> tuple[list[Any], bool]:
     """The claim's row, and whether any soak measured something for it."""
     spec = claim.dsbench.soak
     assert spec is not None
-    lines = []
-    for soak in (s for s in soaks if matches(s, spec)):
-        if (text := measured_text(soak, spec)) is not None:
-            name = link(f"{PAGE}#{soak.anchor}", short_text(soak))
-            lines.append(el("div", name, side_of(claim, soak), ": ", text))
+    lines = [
+        el("div", link(f"{PAGE}#{x.soak.anchor}", short_text(x.soak)), x.side, ": ", x.text)
+        for x in soak_lines(claim, soaks)
+    ]
     measured = bool(lines)
     lines = lines or [not_measured(spec, soaks)]
     if spec.note:
