@@ -18,7 +18,7 @@ import pytest
 from dsbench import compare, results
 from dsbench.cli import main
 from dsbench.publish import site
-from dsbench.publish.data import pairings
+from dsbench.publish.data import families, modelled, pairings
 from dsbench.publish.data.axes import AXES
 from dsbench.results import asv as asv_results
 from tests._soak_files import soak_results, write_soak
@@ -220,10 +220,14 @@ def test_profiles_roofline_and_claims_pages(fixture_site):
         assert (out / "roofline" / f"{name}.html").is_file()
     assert 'class="modelled"' in profiles and "never measured" in profiles
     # families × profiles, not a row per case: every case stays in cross-profile.csv
+    df = modelled.cross_profile_table(asv_results.load_all_runs(fixture_site.results))
+    found, _ = families.families(df)
+    names = [f.benchmark for f in found]
+    assert {"adamw", "gemm", "allreduce", "reduce_scatter", "allgather"} <= set(names)
+    assert len(names) == len(set(names)) <= 15
+    assert all(set(f.cells) == set(families.profiles_of(df)) for f in found)
     matrix = profiles.split('<table class="matrix">', 1)[1].split("</table>", 1)[0]
-    families = re.findall(r"<tr><td><strong>([^<]+)</strong>", matrix)
-    assert {"adamw", "gemm", "allreduce", "reduce_scatter", "allgather"} <= set(families)
-    assert len(families) == len(set(families)) <= 15
+    assert re.findall(r"<tr><td><strong>([^<]+)</strong>", matrix) == names  # the page (smoke)
     assert (out / "cross-profile.csv").read_text().count("\n") > 10
     cpu = (out / "roofline" / "cpu.html").read_text()
     assert "<img" in cpu and "Measured kernels" in cpu and "measured on this machine" in cpu
