@@ -493,6 +493,57 @@ def _check_panels(report, res: Path) -> None:
     assert "No data yet." in report.text
 
 
+def test_each_panel_counts_its_verdicts_and_plots_the_largest_decided_changes(fixture_site):
+    """A panel's data (:mod:`dsbench.publish.data.panels`): the four verdicts summed over its
+    pairings, and the decided cases its forest plot shows, the largest changes first, at most
+    :data:`~dsbench.publish.data.panels.MAX_CASES`; the index has a panel per axis (smoke)."""
+    import math
+
+    from dsbench.publish.data import panels
+
+    axes = pairings.pair_all(asv_results.load_all_runs(fixture_site.results))
+    for r in axes:
+        sums = {v: sum(p.report.counts[v] for p in r.pairings) for v in panels.VERDICTS}
+        assert dict(panels.verdict_counts(r)) == (sums if r.has_data else {})
+        shown, total = panels.decided_cases(r)
+        assert len(shown) == min(total, panels.MAX_CASES)
+        assert total <= sum(sums[v] for v in panels.DECIDED)
+        assert all(row.change in panels.DECIDED for _, row in shown)
+        sizes = [abs(math.log(row.ratio)) for _, row in shown]
+        assert sizes == sorted(sizes, reverse=True)
+    assert any(panels.decided_cases(r)[0] for r in axes)  # some panel has a forest plot
+    index = (fixture_site.out / "index.html").read_text()
+    assert all(f'id="panel-{r.axis.slug}"' in index for r in axes)
+
+
+def test_a_claim_goes_on_the_panels_of_the_topics_it_speaks_to():
+    """A claim's topics: its selectors' keys (a bare version is DeepSpeed's) and the words of
+    its side labels; an A/B's own axis takes only the claims about its two sides."""
+    from types import SimpleNamespace
+
+    from dsbench.publish.data import panels
+    from dsbench.publish.data.axes import Axis
+    from dsbench.publish.data.pairings import AxisResult
+
+    def claim(baseline, contender, labels=("a", "b")):
+        return SimpleNamespace(
+            dsbench=SimpleNamespace(baseline=baseline, contender=contender),
+            baseline=SimpleNamespace(label=labels[0]),
+            contender=SimpleNamespace(label=labels[1]),
+        )
+
+    python = claim("python=3.11", "python=3.12")
+    ds = claim("0.18.3", "0.18.4", ("DeepSpeed v0.18.3", "on ROCm"))
+    assert panels.claim_topics(python) == {"python"}
+    assert panels.claim_topics(ds) == {"deepspeed", "backend"}
+    checked = [(python, "p"), (ds, "d")]
+    by_slug = {a.slug: panels.claims_on(AxisResult(a), checked) for a in AXES}
+    assert by_slug["python-3.11-vs-3.12"] == [(python, "p")]
+    assert by_slug["cuda-vs-rocm"] == by_slug["deepspeed-0.18.3-vs-0.18.4"] == [(ds, "d")]
+    own = Axis("x", "x", "python=3.11", "python=3.12", "", "", "quick", found=True)
+    assert panels.claims_on(AxisResult(own), checked) == [(python, "p")]
+
+
 def test_training_run_page_shows_the_step_phases_against_the_floor(tmp_path):
     """Training rows that profiled their step get a stacked bar of its phases, the floor and
     the timed step marked, and the DeepSpeed note in the caption (escaped)."""
