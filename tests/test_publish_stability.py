@@ -38,6 +38,21 @@ def _sections(page: str) -> dict[str, str]:
     return {p.split("</h2>", 1)[0]: p for p in parts}
 
 
+def _memory_fits(res) -> dict[tuple[str, int | None], tuple[str, float]]:
+    """(soak label, rank) -> (verdict, slope) of the host resident memory's drift fit, from
+    :mod:`dsbench.publish.data.soaks`."""
+    from dsbench.publish.data.soaks import drifting, fits, rank_of, soak_files
+    from dsbench.results import asv as asv_results
+
+    out = {}
+    for soak in soak_files(asv_results.load_all_runs(res)):
+        for d in drifting(soak):
+            for row in soak.row(d.row) if d.what == "host resident memory" else []:
+                for _, fit in fits(row):
+                    out[(soak.run.label, rank_of(row))] = (fit["verdict"], fit["slope"])
+    return out
+
+
 def test_the_stability_page_shows_each_soak(soak_site):
     _, out = soak_site
     index = (out / "index.html").read_text()
@@ -54,7 +69,16 @@ def test_the_stability_page_shows_each_soak(soak_site):
                  "status complete"):  # fmt: skip
         assert fact in zero3, fact
     assert "engine dsbench's ZeRO engine; DeepSpeed 0.18.4 installed, not used by it" in zero2
-    # drift: memory growing 50 MiB per 1,000 steps in the one, flat in the other
+    # drift: memory growing 50 MiB per 1,000 steps in the one, flat in the other (the fits,
+    # then the page's drift table)
+    fitted = _memory_fits(soak_site[0])
+    assert {k: v for k, v in fitted.items() if k[0] == "soak-zero3-ds"} == {
+        ("soak-zero3-ds", 0): ("growing", pytest.approx(50, abs=0.1)),
+        ("soak-zero3-ds", 1): ("growing", pytest.approx(50, abs=0.1)),
+    }
+    assert [v[0] for k, v in sorted(fitted.items()) if k[0] == "soak-zero2-dsbench"] == [
+        "flat", "flat"
+    ]  # fmt: skip
     for rank in (0, 1):
         assert (
             f'<tr class="growing"><td>host resident memory</td><td>{rank}</td>'
