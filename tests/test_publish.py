@@ -394,6 +394,36 @@ def _one_run(res: Path) -> None:
     )
 
 
+def test_the_history_groups_a_machines_runs_of_one_suite_and_its_settings(tmp_path):
+    """The history page's data (:mod:`dsbench.publish.data.history`): a group per machine and
+    suite with two runs or more, a case per benchmark name measured ok somewhere, its value per
+    run; steps are looked for over the runs of several launches of one setting."""
+    from dsbench.publish.data import history
+
+    res = tmp_path / "results"
+    for k, (suite, python, launches, ok) in enumerate([
+        ("quick", "3.11.7", 3, True), ("quick", "3.11.7", 3, False), ("quick", "3.12.1", 3, True),
+        ("quick", "3.11.7", 1, True), ("training", "3.11.7", 3, True),
+    ]):  # fmt: skip
+        row = make_row("adamw[params=1]", [1.0 + k, 2.0 + k, 3.0 + k])
+        if not ok:
+            row.update(status="failed", error="boom")
+        doc = make_doc(f"2026113{k}T000000Z-aaaaa{k}", f"2026-11-3{k}T00:00:00+00:00", [row],
+                       label=f"r{k}", env={"python": {"version": python}})  # fmt: skip
+        doc["suite"] = suite
+        doc["launches"] = [{"started": doc["created"]}] * launches
+        results.write_run(doc, root=res)
+    runs = results.load_runs(res)
+    (((source, _machine, suite), members),) = history.history_groups(runs)
+    assert (source, suite) == ("dsbench", "quick")  # one training run: no history
+    assert [r.label for r in members] == ["r0", "r1", "r2", "r3"]
+    assert history.cases_by_name(members) == {"adamw": ["adamw[params=1]"]}
+    values = history.medians(members, "adamw[params=1]")
+    assert values[1] is None and all(v is not None for v in values[:1] + values[2:])
+    # several launches and Python 3.11: r0 and r1 (r2 is another setting, r3 one launch)
+    assert [[r.label for r in s] for s in history.settings(members)] == [["r0", "r1"]]
+
+
 # ---------------------------------------------------------------------------- the browser
 
 
