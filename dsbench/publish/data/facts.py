@@ -64,6 +64,24 @@ def machine_labels(runs: list[Run]) -> dict[int, str]:
     return labels
 
 
+def run_groups(runs: list[Run]) -> list[tuple[tuple[str, str, str, str, str], list[Run]]]:
+    """The runs grouped by (machine, profile, backend, Python, DeepSpeed), sorted, each group's
+    runs in their order; a folder of two machines' runs is two groups (:func:`machine_labels`)."""
+    grouped: dict[tuple[str, str, str, str, str], list[Run]] = {}
+    machines = machine_labels(runs)
+    for run in runs:
+        f = run.fields
+        key = (
+            machines[id(run)],
+            f.get("profile") or "-",
+            backend_name(run),
+            f.get("python") or "-",
+            f.get("deepspeed") or "not installed",
+        )
+        grouped.setdefault(key, []).append(run)
+    return sorted(grouped.items())
+
+
 def side_row(side: Side, key: str) -> Row | None:
     """Row ``key`` of a comparison side; None if absent."""
     return side.rows.get(key)

@@ -10,9 +10,8 @@ from typing import TYPE_CHECKING, Any
 from dsbench import results
 from dsbench.publish.data.axes import FACTOR
 from dsbench.publish.data.facts import (
-    backend_name,
     headlines,
-    machine_labels,
+    run_groups,
     status_counts,
     when,
 )
@@ -78,26 +77,11 @@ def index_page(site: Site, axes: list[AxisResult]) -> None:
     site.write("index.html", "dsbench results", join(body))
 
 
-def _group_key(run: Run, machine: str) -> tuple[str, ...]:
-    f = run.fields
-    return (
-        machine,
-        f.get("profile") or "-",
-        backend_name(run),
-        f.get("python") or "-",
-        f.get("deepspeed") or "not installed",
-    )
-
-
 def run_tables(site: Site) -> list[Html]:
     """Per group of runs (machine, profile, backend, Python, DeepSpeed) a heading and a table of
     its runs, newest first."""
-    grouped: dict[tuple[str, ...], list[Run]] = {}
-    machines = machine_labels(site.runs)  # a folder of two machines' runs: two groups
-    for run in site.runs:
-        grouped.setdefault(_group_key(run, machines[id(run)]), []).append(run)
     body = []
-    for (machine, profile, backend, python, ds), members in sorted(grouped.items()):
+    for (machine, profile, backend, python, ds), members in run_groups(site.runs):
         body.append(
             el(
                 "h3",
