@@ -61,7 +61,23 @@ def test_the_stability_page_shows_each_soak(soak_site):
     soaks = _sections(page)
     assert list(soaks) == ["soak-zero2-dsbench", "soak-zero3-ds"]  # newest first
     zero3, zero2 = _text(soaks["soak-zero3-ds"]), _text(soaks["soak-zero2-dsbench"])
-    # what was run, plainly
+    # what was run, plainly: the facts (data.soaks.soak_facts), then the page
+    from dsbench.publish.data.soaks import soak_facts, soak_files
+    from dsbench.results import asv as asv_results
+
+    by_label = {x.run.label: dict(soak_facts(x)) for x in soak_files(
+        asv_results.load_all_runs(soak_site[0]))}  # fmt: skip
+    facts3 = by_label["soak-zero3-ds"]
+    assert (facts3["engine"], str(facts3["ZeRO stage"]), facts3["offload"]) == (
+        "DeepSpeed 0.18.4", "3", "none"
+    )  # fmt: skip
+    assert facts3["job"] == "400 steps; the reference run trained 400"
+    assert facts3["training time"] == "2 min 00 s over 4 launch(es)"
+    assert facts3["faults"] == "1 kill, 1 hang, 0 term" and facts3["status"] == "complete"
+    assert facts3["command"].startswith("dsbench ")
+    assert by_label["soak-zero2-dsbench"]["engine"] == (
+        "dsbench's ZeRO engine; DeepSpeed 0.18.4 installed, not used by it"
+    )
     for fact in ("engine DeepSpeed 0.18.4", "ZeRO stage 3", "precision bf16", "offload none",
                  "model mlp", "ranks 2", "job 400 steps; the reference run trained 400",
                  "training time 2 min 00 s over 4 launch(es)", "faults 1 kill, 1 hang, 0 term",
