@@ -42,7 +42,7 @@ from pathlib import Path
 
 from dsbench import results
 from dsbench.errors import UsageError
-from dsbench.publish.data import pairings
+from dsbench.publish.data import claims, pairings
 from dsbench.publish.data.pairings import AxisResult
 from dsbench.publish.html import CSS
 from dsbench.publish.pages import (
@@ -118,8 +118,9 @@ def build(site: Site) -> list[AxisResult]:
     profiles.profiles_page(site)
     stability.stability_page(site)
     series_page.releases_page(site)
-    claims_page.claims_page(site)
-    index.index_page(site, axes)
+    checked = claims.check_folder(site.results_root, site.runs, site.warn)
+    claims_page.claims_page(site, checked)
+    index.index_page(site, axes, checked.pairs)
     site.write_marker()
     return axes
 

@@ -14,17 +14,13 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dsbench import results
 from dsbench.publish import tables
 from dsbench.publish.data import manifest
 from dsbench.publish.html import Html, el, page, void
 from dsbench.results import Run
-
-if TYPE_CHECKING:
-    from dsbench.publish.data.claims import Claim
-    from dsbench.records import ClaimCheck
 
 MARKER = ".dsbench-site"
 """File at the root of every site ``dsbench publish`` writes; only such a folder is replaced."""
@@ -72,9 +68,6 @@ class Site:
         self.csvs = 0
         self.run_pages = self._name_run_pages(runs)
         self.asv_copied = False
-        self.claim_checks: list[tuple[Claim, ClaimCheck]] = []
-        """Each claim beside its check (:func:`dsbench.publish.data.claims.check`), once the claims
-        page is written: the index's panels show them."""
         self.purposes = manifest.load(results_root, warn)
         """Each reference run's purpose from the results folder's manifest, by file."""
         listed = set(self.purposes) - {manifest.key(r.path, results_root) for r in runs}

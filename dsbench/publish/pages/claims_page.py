@@ -23,23 +23,15 @@ if TYPE_CHECKING:
 CLAIM_CLASSES = {"consistent": "consistent", "contradicted": "contradicted"}
 
 
-def claims_page(site: Site) -> None:
+def claims_page(site: Site, checked: claims.CheckedClaims) -> None:
     """Each claim file's table: what was claimed, what dsbench measured or modelled (said
     which), the verdict and the commands that would measure it."""
-    folder = site.results_root / results.CLAIMS_DIR
+    folder = checked.folder
     body: list[Any] = _intro(folder)
-    problems: list[str] = []
-
-    def note(msg: str) -> None:
-        problems.append(msg)
-        site.warn(msg)
-
-    loaded = claims.load_claims(folder, warn=note) if folder.is_dir() else []
-    if problems:
-        body.append(warn_list("Claim files skipped:", problems))
-    body += stability_claims.claims_table(site, loaded)
-    rows = claims.check(loaded, site.runs) if loaded else []
-    site.claim_checks = list(zip(loaded, rows, strict=True))
+    if checked.problems:
+        body.append(warn_list("Claim files skipped:", checked.problems))
+    body += stability_claims.claims_table(site, checked.claims)
+    rows = checked.checks
     if not rows:
         body.append(el("p", f"No claims to check: add claim files under {folder}.", cls="note"))
     body += _source_tables(rows)

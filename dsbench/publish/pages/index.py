@@ -23,7 +23,9 @@ from dsbench.publish.pages.comparisons import finding
 from dsbench.results import Run
 
 if TYPE_CHECKING:
+    from dsbench.publish.data.claims import Claim
     from dsbench.publish.site import Site
+    from dsbench.records import ClaimCheck
 
 RUN_COLUMNS = [
     "created",
@@ -38,7 +40,9 @@ RUN_COLUMNS = [
 ]
 
 
-def index_page(site: Site, axes: list[AxisResult]) -> None:
+def index_page(site: Site, axes: list[AxisResult], checked: list[tuple[Claim, ClaimCheck]]) -> None:
+    """The front page: a panel per comparison (with the claims on its topic: ``checked``), the
+    runs grouped by machine and versions, and the other pages."""
     machines = sorted({r.machine for r in site.runs})
     sources = sorted({r.source for r in site.runs})
     body = [
@@ -60,7 +64,7 @@ def index_page(site: Site, axes: list[AxisResult]) -> None:
             "), the decided ratios, the machine, and what published claims say.",
             cls="note",
         ),
-        panels.panels(site, axes),
+        panels.panels(site, axes, checked),
     ]
     body += [
         el("h2", "Runs"),

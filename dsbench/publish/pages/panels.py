@@ -33,10 +33,10 @@ MAX_CLAIMS = 4
 """Claims listed on a panel; the claims page has them all."""
 
 
-def panels(site: Site, axes: list[AxisResult]) -> Html:
+def panels(site: Site, axes: list[AxisResult], checked: list[tuple[Claim, ClaimCheck]]) -> Html:
     """The grid of panels, one per axis; each with the published claims on its topic (an A/B's
     own axis, :func:`dsbench.publish.data.axes.ab_axes`: on its two sides)."""
-    cards = [panel(site, r, claims_on(r, site.claim_checks)) for r in axes]
+    cards = [panel(site, r, claims_on(r, checked)) for r in axes]
     return el("div", *cards, cls="panels")
 
 

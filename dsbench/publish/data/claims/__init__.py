@@ -18,12 +18,14 @@ loses. ``claimed_ratio`` defaults to contender / baseline when both values are p
 The parts: :mod:`.data` (the claim dataclasses and the format's constants), :mod:`.load`
 (reading and validating claim files: :func:`load_claims`, :func:`load_claim_file`) and
 :mod:`.verdicts` (checking claims against measured and modelled numbers: see the Note
-there, [Note: claims and verdicts]).
+there, [Note: claims and verdicts]); :mod:`.checked`: a results folder's claims, each beside
+its check (:func:`check_folder`).
 """
 
-from dsbench.publish.data.claims import data, load, verdicts
+from dsbench.publish.data.claims import checked, data, load, verdicts
+from dsbench.publish.data.claims.checked import *  # noqa: F403
 from dsbench.publish.data.claims.data import *  # noqa: F403  (re-exported)
 from dsbench.publish.data.claims.load import *  # noqa: F403
 from dsbench.publish.data.claims.verdicts import *  # noqa: F403
 
-__all__ = [*data.__all__, *load.__all__, *verdicts.__all__]
+__all__ = [*data.__all__, *load.__all__, *verdicts.__all__, *checked.__all__]
