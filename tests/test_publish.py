@@ -159,6 +159,16 @@ def test_engine_page_holds_the_compare_table(fixture_site):
     (ds,) = [p for p in pairings.pair(ds_axis, runs).pairings if p.group == "training suite"]
     training = [r for r in runs if r.suite == "training"]
     assert len(ds.runs) == len(training) == 6
+    # what the history charts draw: per case a ratio in each run holding both engines; per
+    # case of the DeepSpeed pairing its value in each run relative to the first that has it
+    paired = [r.id for r in p.report.rows if r.comparable]
+    ratios = pairings.run_ratios(result, p, paired)
+    assert all(len(v) == 2 and v[-1] is not None for v in ratios.values())
+    ds_ids = [r.id for r in ds.report.rows if r.comparable]
+    relative = pairings.relative_values(ds, ds_ids)
+    assert all(
+        len(v) == 6 and next(x for x in v if x is not None) == 1.0 for v in relative.values()
+    )
     # the page (smoke): the verdict, the table's columns and rows, the ratio chart first, then
     # bars with CIs, % of peak (MFU) and the history
     page = _section(

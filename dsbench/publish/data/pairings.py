@@ -28,7 +28,7 @@ from dsbench import compare
 from dsbench.compare import is_asv
 from dsbench.errors import UsageError
 from dsbench.publish.data.axes import AXES, FACTOR, Axis, ab_axes, ab_pairs, kernel_axes
-from dsbench.publish.data.facts import by_hardware
+from dsbench.publish.data.facts import by_hardware, finite, peak_share, side_row
 from dsbench.records import fingerprint, value_or
 from dsbench.results import Run
 
@@ -270,3 +270,42 @@ def partly_undecided(p: Pairing) -> str | None:
 def undecided_all(p: Pairing) -> bool:
     c = p.report.counts
     return not (c["better"] or c["worse"] or c["unchanged"])
+
+
+# --------------------------------------------------------------------------------------------
+# What the charts draw
+# --------------------------------------------------------------------------------------------
+
+
+def peak_shares(p: Pairing) -> list[tuple[str, tuple[float, str] | None, tuple[float, str] | None]]:
+    """(case id, the baseline's % of peak, the contender's) for each case where a side has one
+    (:func:`dsbench.publish.data.facts.peak_share`: the share and its metric)."""
+    out = []
+    for r in p.report.rows:
+        b, c = peak_share(side_row(p.baseline, r.id)), peak_share(side_row(p.contender, r.id))
+        if b or c:
+            out.append((r.id, b, c))
+    return out
+
+
+def run_ratios(result: AxisResult, p: Pairing, ids: list[str]) -> dict[str, list[float | None]]:
+    """For a parameter axis: each case's contender / baseline ratio in each of the group's runs,
+    oldest first (None where a run lacks it)."""
+    ratios: dict[str, list[float | None]] = {i: [] for i in ids}
+    for run in p.runs:
+        base, cont, _ = compare.pick_runs([run], result.axis.baseline, result.axis.contender)
+        rows = {r.id: r for r in compare.compare_rows(base.rows, cont.rows, unit="round")}
+        for i in ids:
+            ratios[i].append(finite(rows[i].ratio) if i in rows else None)
+    return ratios
+
+
+def relative_values(p: Pairing, ids: list[str]) -> dict[str, list[float | None]]:
+    """Each case's value in each of the group's runs, oldest first, relative to the first run
+    that has it (None where a run lacks it)."""
+    out = {}
+    for i in ids:
+        vals = [finite(r.rows[i].value) if i in r.rows and r.rows[i].ok else None for r in p.runs]
+        first = next((v for v in vals if v), None)
+        out[i] = [v / first if v and first else None for v in vals]
+    return out
