@@ -44,7 +44,6 @@ from dsbench import results
 from dsbench.errors import UsageError
 from dsbench.publish.data import claims, pairings
 from dsbench.publish.data.pairings import AxisResult
-from dsbench.publish.html import CSS
 from dsbench.publish.pages import (
     claims_page,
     comparisons,
@@ -105,7 +104,7 @@ class Published:
 
 def build(site: Site) -> list[AxisResult]:
     """Every page of ``site``, the style sheet, asv's pages and the marker; the comparisons."""
-    (site.root / "style.css").write_text(CSS, encoding="utf-8")
+    site.write_style()
     site.copy_asv()
     axes = pairings.pair_all(site.runs)
     for result in axes:

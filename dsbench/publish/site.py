@@ -19,7 +19,7 @@ from typing import Any
 from dsbench import results
 from dsbench.publish import tables
 from dsbench.publish.data import manifest
-from dsbench.publish.html import Html, el, page, void
+from dsbench.publish.html import CSS, Html, el, page, void
 from dsbench.results import Run
 
 MARKER = ".dsbench-site"
@@ -128,6 +128,10 @@ class Site:
         return el("figure", void("img", src="../" * depth + name, alt=alt), cap)
 
     # -- the shell, the marker, asv's pages ------------------------------------------------------
+
+    def write_style(self) -> None:
+        """``style.css``, the one style sheet every page links."""
+        (self.root / "style.css").write_text(CSS, encoding="utf-8")
 
     def write_marker(self) -> None:
         """The :data:`MARKER` file: this folder is a site ``dsbench publish`` wrote."""
