@@ -11,8 +11,18 @@ from tests.test_publish import _check_links_and_images, _one_run, _publish, _sec
 
 
 def test_comparisons_without_data_say_what_to_run(tmp_path):
+    """One run: every axis (the four questions and the kernels' one) has no pairing; the
+    comparisons list and the index's panels say, once each, what to run."""
+    from dsbench.publish.data import pairings
+
     res = tmp_path / "results"
     _one_run(res)
+    axes = pairings.pair_all(results.load_runs(res))
+    assert [r.axis.slug for r in axes] == [
+        "cuda-vs-rocm", "python-3.11-vs-3.12", "deepspeed-0.18.3-vs-0.18.4",
+        "engine-dsbench-vs-deepspeed", "kernels-vs-torch",
+    ]  # fmt: skip
+    assert not any(r.has_data or r.pairings for r in axes)
     out = tmp_path / "site"
     assert _publish(res, out) == 0
     assert not (out / "compare").exists()
