@@ -261,7 +261,7 @@ def test_dsbench_env_reports_the_caches():
 
 
 def test_a_page_shows_a_share_at_the_ceiling_as_such():
-    from dsbench.publish.facts import share_html
+    from dsbench.publish.pages.cells import share_html
 
     at = str(share_html(102.0, True, "bandwidth", [99.4, 105.0]))
     over = str(share_html(110.0, True, "bandwidth", [105.0, 115.0]))

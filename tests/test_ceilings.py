@@ -14,7 +14,7 @@ from dsbench.cli import main
 from dsbench.errors import UsageError
 from dsbench.hardware.ceilings import _age_text
 from dsbench.measure import runner
-from dsbench.publish.runs import peak_notes, rows_table
+from dsbench.publish.pages.runs import peak_notes, rows_table
 from dsbench.stats import quantile_ci
 from dsbench.suites.base import Benchmark, Case, Work, gbps
 from dsbench.suites.ceilings import CEILING_QUANTILE, CEILINGS, STREAM_KERNELS

@@ -12,7 +12,7 @@ import pytest
 
 from dsbench import results
 from dsbench.errors import UsageError
-from dsbench.publish import claims
+from dsbench.publish.data import claims
 from dsbench.stats import summarize
 from tests.conftest import SHIPPED_CLAIMS, make_doc, write_json
 
@@ -425,6 +425,22 @@ def test_check_without_runs_says_what_to_run(tmp_path):
         "not decided: no data yet: run dsbench ab --baseline deepspeed=0.18.3 --contender "
         "deepspeed=0.18.4 --suite training"
     )
+
+
+def test_a_results_folders_claims_each_beside_its_check(tmp_path):
+    """:func:`claims.check_folder`: the claim files under ``<results>/claims`` that load, each
+    with its check, and one warning line per file skipped; no folder, no claims."""
+    folder = tmp_path / "claims"
+    _write(folder, "a.toml", GOOD)
+    bad = _write(folder, "b.toml", BAD[sorted(BAD)[0]][0])
+    warnings = []
+    checked = claims.check_folder(tmp_path, [], warnings.append)
+    assert checked.folder == folder and [c.id for c in checked.claims] == ["a/train"]
+    assert checked.problems == warnings and len(warnings) == 1 and str(bad) in warnings[0]
+    ((claim, entry),) = checked.pairs
+    assert claim is checked.claims[0] and entry.decision == "not decided"
+    empty = claims.check_folder(tmp_path / "none", [], warnings.append)
+    assert (empty.claims, empty.checks, empty.problems) == ([], [], [])
 
 
 def test_commands_use_dsbench_ab_never_two_runs():

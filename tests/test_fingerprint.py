@@ -9,8 +9,8 @@ from dsbench import compare, results
 from dsbench.cli import main
 from dsbench.cli.run import _compare_with_previous
 from dsbench.envinfo import collect, collect_env
-from dsbench.publish import comparisons
-from dsbench.publish.facts import machine_labels
+from dsbench.publish.data import axes, history, pairings
+from dsbench.publish.data.facts import machine_labels, run_groups
 from dsbench.records import fingerprint
 from tests.conftest import FIXTURE_RESULTS, make_doc, make_row
 
@@ -214,10 +214,14 @@ def test_pages_never_mix_two_machines_of_one_name(two_machines):
         == ("vm · Intel Xeon Processor (2 CPUs, 24 GiB, LLC 300 MiB, AMX)")
     )
     assert labels["epyc"] == "vm · AMD EPYC (2 CPUs, 24 GiB, L2 512 KiB, LLC 32 MiB)"
+    # the index: a table per machine, never one for both
+    groups = run_groups(runs)
+    assert all({labels[r.label] for r in members} == {key[0]} for key, members in groups)
+    assert {key[0] for key, _ in groups} == {labels["epyc"], labels["xeon-a"]}
     # the DeepSpeed axis pairs 0.18.3 with 0.18.4 on the Xeon only: the EPYC's 0.18.4 run,
     # the newest, is never the Xeon's contender
-    axis = next(a for a in comparisons.AXES if "0.18.3" in a.baseline and "0.18.4" in a.contender)
-    result = comparisons.pair(axis, runs)
+    axis = next(a for a in axes.AXES if "0.18.3" in a.baseline and "0.18.4" in a.contender)
+    result = pairings.pair(axis, runs)
     pairs = [(p.baseline.run.label, p.contender.run.label) for p in result.pairings]
     assert pairs == [("xeon-a", "xeon-b")]
     assert "Intel Xeon" in result.pairings[0].group
@@ -227,6 +231,12 @@ def test_pages_never_mix_two_machines_of_one_name(two_machines):
 def test_history_page_has_one_history_per_hardware(two_machines, tmp_path_factory):
     _write(two_machines, "20261206T000400Z-dddddd", 4, _env(EPYC_CPU), 1.0, label="epyc-2")
     out = tmp_path_factory.mktemp("site") / "site"
+    runs = results.load_runs(two_machines)
+    machines = [machine for (_, machine, _), _ in history.history_groups(runs)]
+    assert machines == [
+        "vm · AMD EPYC (2 CPUs, 24 GiB, L2 512 KiB, LLC 32 MiB)",
+        "vm · Intel Xeon Processor (2 CPUs, 24 GiB, LLC 300 MiB, AMX)",
+    ]
     assert main(["publish", "--results", str(two_machines), "--out", str(out)]) == 0
     page = (out / "history.html").read_text()
     assert "vm · Intel Xeon Processor (2 CPUs, 24 GiB, LLC 300 MiB, AMX) · quick suite" in page

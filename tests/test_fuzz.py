@@ -15,7 +15,7 @@ enum fields, sections nested wrongly, text spliced or cut) and garbage (random b
 * ``compare selector``: ``dsbench compare``'s report (:func:`dsbench.cli.compare.build_report`)
   over fixed runs, with random selectors, factors and formats;
 * ``hardware profile``: :func:`dsbench.hardware.load_profile_file`, then detection with it;
-* ``claims``: :func:`dsbench.publish.claims.load_claim_file`, then :func:`~.claims.check`;
+* ``claims``: :func:`dsbench.publish.data.claims.load_claim_file`, then :func:`~.claims.check`;
 * in process through ``dsbench.cli.main``: ``dsbench compare`` with fuzzed selectors and
   ``dsbench train --config`` with fuzzed configs exit 0 or 2, and 2 with one line on stderr.
 
@@ -43,7 +43,7 @@ from hypothesis import strategies as st
 
 from dsbench import compare, hardware, results
 from dsbench.cli.compare import build_report
-from dsbench.publish import claims
+from dsbench.publish.data import claims
 from dsbench.zero.config import DSConfig, load_config
 from tests._fuzz_helpers import (
     CLI_FUZZ,

@@ -212,12 +212,7 @@ def test_no_import_circle_inside_a_package():
     """Inside a package the modules form layers of their own: no module reaches itself through
     imports of its package's modules (a page that imports the site builder that imports every
     page is such a circle)."""
-    assert [c for c in _circles(_module_edges()) if c[0] not in _CIRCLES_BEING_BROKEN] == []
-
-
-# Issue 41 breaks this one (publish: the site builder and its pages); the entry goes when its
-# circle does, and the list then goes too.
-_CIRCLES_BEING_BROKEN = {"dsbench.publish.claims"}
+    assert _circles(_module_edges()) == []
 
 
 def _imported(argv: list[str]) -> set[str]:
@@ -316,3 +311,46 @@ def test_argparse_stays_in_cli():
             if "argparse" in names or namespace:
                 found.add(rel)
     assert found == set(), sorted(found)
+
+
+PUBLISH_DATA = "dsbench.publish.data"
+"""What the published site says, computed from the runs: no markup, no plotting, no page."""
+VIEW_ONLY = {"html", "matplotlib"}
+"""Modules only the views of ``dsbench.publish`` may import (the markup, the charts)."""
+
+
+def _top_level_imports(path: Path) -> set[str]:
+    """The top-level names of every absolute import ``path`` makes (``matplotlib.figure`` ->
+    ``matplotlib``), wherever the import statement is."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            out.add(node.module.split(".")[0])
+    return out
+
+
+def test_publish_data_imports_no_view():
+    """A module of ``dsbench.publish.data`` imports nothing of ``dsbench.publish`` outside data
+    (no page, no ``html``, ``plots``, ``tables`` or ``site`` module) and neither matplotlib nor
+    the ``html`` module; importing all of it loads no view either."""
+    import subprocess
+    import sys
+
+    folder = ROOT.joinpath(*PUBLISH_DATA.split("."))
+    for path in sorted(folder.rglob("*.py")):
+        views = {m for m in _imports(path)
+                 if m.startswith("dsbench.publish") and not m.startswith(PUBLISH_DATA)}  # fmt: skip
+        assert views == set(), f"{path.relative_to(ROOT)} imports {sorted(views)}"
+        assert _top_level_imports(path) & VIEW_ONLY == set(), path.relative_to(ROOT)
+    code = (
+        "import importlib, pkgutil, sys, dsbench.publish.data as d\n"
+        "for m in pkgutil.walk_packages(d.__path__, d.__name__ + '.'):\n"
+        "    importlib.import_module(m.name)\n"
+        "print(' '.join(m for m in sys.modules if m.split('.')[0] == 'matplotlib' or\n"
+        "               m.startswith('dsbench.publish.') and not m.startswith(d.__name__)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == []

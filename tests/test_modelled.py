@@ -8,7 +8,7 @@ import pytest
 
 from dsbench import results
 from dsbench.hardware import get_profile
-from dsbench.publish import modelled
+from dsbench.publish.data import modelled
 from dsbench.stats import summarize
 from dsbench.suites import BENCHMARKS, Context, Work, case_id
 from tests.conftest import make_doc, write_json

@@ -17,7 +17,9 @@ import pytest
 
 from dsbench import compare, results
 from dsbench.cli import main
-from dsbench.publish import comparisons, site
+from dsbench.publish import site
+from dsbench.publish.data import families, modelled, pairings
+from dsbench.publish.data.axes import AXES
 from dsbench.results import asv as asv_results
 from tests._soak_files import soak_results, write_soak
 from tests.conftest import FIXTURE_RESULTS, REPO, SHIPPED_CLAIMS, make_doc, make_row, write_json
@@ -95,8 +97,8 @@ def test_fixture_runs_make_a_complete_site(fixture_site):
     # Every comparison is either a page the lists link, or listed as having no data; the
     # index has a panel for each, and says what to run for one without data once.
     listing = (out / "comparisons.html").read_text()
-    axes = [r.axis for r in comparisons.pair_all(runs)]
-    assert [a.slug for a in axes[len(comparisons.AXES) :]] == [
+    axes = [r.axis for r in pairings.pair_all(runs)]
+    assert [a.slug for a in axes[len(AXES) :]] == [
         "impl-ring-vs-native", "impl-shm-vs-native", "commit-2a65ca1-vs-9f9504f"
     ]  # fmt: skip
     for axis in axes:
@@ -114,8 +116,9 @@ def test_fixture_runs_make_a_complete_site(fixture_site):
 
 
 def test_engine_page_holds_the_compare_table(fixture_site):
-    """The comparison page's rows are dsbench.compare's: same pairing, ratios, intervals and
-    verdicts; it opens with the sorted ratio chart, then the table."""
+    """The engine comparison's pairing is dsbench.compare's: same pairing, ratios, intervals and
+    verdicts (asserted on :mod:`dsbench.publish.data.pairings`); its page opens with the sorted
+    ratio chart, then the table of those rows."""
     res, out = fixture_site.results, fixture_site.out
     runs = results.load_runs(res)
     both = [r for r in runs if r.record.to_json().get("suite") == "training"
@@ -129,47 +132,61 @@ def test_engine_page_holds_the_compare_table(fixture_site):
     widest = max(reversed(both), key=per_engine)
     base, cont, _ = compare.pick_runs([widest], "engine=deepspeed", "engine=dsbench")
     rep = compare.report(base, cont, axes={"engine"}, runs=runs)
-    page = _section(
-        (out / "compare" / "engine-dsbench-vs-deepspeed.html").read_text(), "training suite"
-    )
-    assert html.escape(rep.verdict) in page
-    body = page.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
+    engine_axis = next(a for a in AXES if a.slug == "engine-dsbench-vs-deepspeed")
+    result = pairings.pair(engine_axis, runs)
+    assert result.param and result.has_data
+    (p,) = [p for p in result.pairings if p.group == "training suite"]
+    assert p.baseline.run is widest and p.contender.run is widest and p.suite == "training"
+    assert p.report.verdict == rep.verdict and p.report.counts == rep.counts
     # like-for-like rows (both engines on torch.distributed's collectives) are paired; the rows
     # of dsbench's own shm collectives have no DeepSpeed counterpart (the widest of the two
     # runs that hold both engines: efficiency-after, 6 cases per engine and 6 shm cases)
     assert widest.label == "efficiency-after"
-    assert body.count("<tr") == len(rep.rows) == 12
+    assert len(p.report.rows) == len(rep.rows) == 12
     assert rep.counts["one side only"] == 6
+    for got, row in zip(p.report.rows, rep.rows, strict=True):
+        assert (got.id, got.change, got.basis, got.low, got.high) == (
+            row.id, row.change, row.basis, row.low, row.high
+        )  # fmt: skip
+        assert got.ratio == row.ratio or not row.comparable
+        if not row.comparable:
+            assert "comm=shm" in row.id and row.change == "only in contender"
+    # the history chart's runs: both runs that hold both engines; DeepSpeed 0.18.3 vs 0.18.4:
+    # every training run (each 0.18.3 or 0.18.4)
+    assert [r.label for r in p.runs] == [r.label for r in both]
+    assert [r.label for r in both] == ["efficiency-before", "efficiency-after"]
+    ds_axis = next(a for a in AXES if a.slug == "deepspeed-0.18.3-vs-0.18.4")
+    (ds,) = [p for p in pairings.pair(ds_axis, runs).pairings if p.group == "training suite"]
+    training = [r for r in runs if r.suite == "training"]
+    assert len(ds.runs) == len(training) == 6
+    # what the history charts draw: per case a ratio in each run holding both engines; per
+    # case of the DeepSpeed pairing its value in each run relative to the first that has it
+    paired = [r.id for r in p.report.rows if r.comparable]
+    ratios = pairings.run_ratios(result, p, paired)
+    assert all(len(v) == 2 and v[-1] is not None for v in ratios.values())
+    ds_ids = [r.id for r in ds.report.rows if r.comparable]
+    relative = pairings.relative_values(ds, ds_ids)
+    assert all(
+        len(v) == 6 and next(x for x in v if x is not None) == 1.0 for v in relative.values()
+    )
+    # the page (smoke): the verdict, the table's columns and rows, the ratio chart first, then
+    # bars with CIs, % of peak (MFU) and the history
+    page = _section(
+        (out / "compare" / "engine-dsbench-vs-deepspeed.html").read_text(), "training suite"
+    )
+    assert html.escape(rep.verdict) in page
     head = page.split("<thead>", 1)[1].split("</thead>", 1)[0]
     assert re.findall(r"<th[^>]*>([^<]*)</th>", head) == [
         "benchmark", "unit", "baseline", "contender", "ratio", "99% interval", "verdict", "basis"
     ]  # fmt: skip
-    for row in rep.rows:
-        assert f'title="{html.escape(row.id)}"' in page
-        if not row.comparable:
-            assert "comm=shm" in row.id and row.change == "only in contender"
-            continue
-        assert f"<td>{row.ratio:.3f}</td>" in page
-        assert f'<tr class="{row.change}">' in body
-        assert html.escape(row.basis) in body
-        if row.low is not None:
-            assert html.escape(compare.interval_text(row)) in body
-    # the ratio chart opens the section, before the table; then bars with CIs, % of peak
-    # (MFU), and a history once several runs hold both sides
+    assert all(f'title="{html.escape(row.id)}"' in page for row in rep.rows)
     first = page.index("<figure>")
     assert first < page.index("<table") and "ratio of each case" in page[first : first + 300]
-    if rep.counts["inconclusive"] and not (
-        rep.counts["better"] + rep.counts["worse"] + rep.counts["unchanged"]
-    ):
-        assert "The data cannot decide: " in page and "dsbench run --suite training" in page
-    assert [r.label for r in both] == ["efficiency-before", "efficiency-after"]
     assert page.count("<figure>") == 4 and "History over the 2 runs" in page
     ds_page = _section(
         (out / "compare" / "deepspeed-0.18.3-vs-0.18.4.html").read_text(), "training suite"
     )
-    training = [r for r in runs if r.suite == "training"]  # each 0.18.3 or 0.18.4
     assert ds_page.count("<figure>") == 4 and f"History over the {len(training)} runs" in ds_page
-    assert len(training) == 6
 
 
 def test_lists_never_present_noise_as_a_finding(fixture_site):
@@ -180,11 +197,11 @@ def test_lists_never_present_noise_as_a_finding(fixture_site):
     runs = asv_results.load_all_runs(res)
     listing = (out / "comparisons.html").read_text()
     index = (out / "index.html").read_text()
-    for axis_result in comparisons.pair_all(runs):
+    for axis_result in pairings.pair_all(runs):
         for p in axis_result.pairings:
-            text = html.escape(comparisons.counts_text(p.report.counts))
+            text = html.escape(pairings.counts_text(p.report.counts))
             assert text in listing and text in index
-            why = comparisons.undecided(axis_result.axis, p)
+            why = pairings.undecided(axis_result.axis, p)
             decided = sum(p.report.counts[v] for v in ("better", "worse", "unchanged"))
             assert (why is None) == bool(decided)
             if why is not None:
@@ -213,10 +230,14 @@ def test_profiles_roofline_and_claims_pages(fixture_site):
         assert (out / "roofline" / f"{name}.html").is_file()
     assert 'class="modelled"' in profiles and "never measured" in profiles
     # families × profiles, not a row per case: every case stays in cross-profile.csv
+    df = modelled.cross_profile_table(asv_results.load_all_runs(fixture_site.results))
+    found, _ = families.families(df)
+    names = [f.benchmark for f in found]
+    assert {"adamw", "gemm", "allreduce", "reduce_scatter", "allgather"} <= set(names)
+    assert len(names) == len(set(names)) <= 15
+    assert all(set(f.cells) == set(families.profiles_of(df)) for f in found)
     matrix = profiles.split('<table class="matrix">', 1)[1].split("</table>", 1)[0]
-    families = re.findall(r"<tr><td><strong>([^<]+)</strong>", matrix)
-    assert {"adamw", "gemm", "allreduce", "reduce_scatter", "allgather"} <= set(families)
-    assert len(families) == len(set(families)) <= 15
+    assert re.findall(r"<tr><td><strong>([^<]+)</strong>", matrix) == names  # the page (smoke)
     assert (out / "cross-profile.csv").read_text().count("\n") > 10
     cpu = (out / "roofline" / "cpu.html").read_text()
     assert "<img" in cpu and "Measured kernels" in cpu and "measured on this machine" in cpu
@@ -383,6 +404,36 @@ def _one_run(res: Path) -> None:
     )
 
 
+def test_the_history_groups_a_machines_runs_of_one_suite_and_its_settings(tmp_path):
+    """The history page's data (:mod:`dsbench.publish.data.history`): a group per machine and
+    suite with two runs or more, a case per benchmark name measured ok somewhere, its value per
+    run; steps are looked for over the runs of several launches of one setting."""
+    from dsbench.publish.data import history
+
+    res = tmp_path / "results"
+    for k, (suite, python, launches, ok) in enumerate([
+        ("quick", "3.11.7", 3, True), ("quick", "3.11.7", 3, False), ("quick", "3.12.1", 3, True),
+        ("quick", "3.11.7", 1, True), ("training", "3.11.7", 3, True),
+    ]):  # fmt: skip
+        row = make_row("adamw[params=1]", [1.0 + k, 2.0 + k, 3.0 + k])
+        if not ok:
+            row.update(status="failed", error="boom")
+        doc = make_doc(f"2026113{k}T000000Z-aaaaa{k}", f"2026-11-3{k}T00:00:00+00:00", [row],
+                       label=f"r{k}", env={"python": {"version": python}})  # fmt: skip
+        doc["suite"] = suite
+        doc["launches"] = [{"started": doc["created"]}] * launches
+        results.write_run(doc, root=res)
+    runs = results.load_runs(res)
+    (((source, _machine, suite), members),) = history.history_groups(runs)
+    assert (source, suite) == ("dsbench", "quick")  # one training run: no history
+    assert [r.label for r in members] == ["r0", "r1", "r2", "r3"]
+    assert history.cases_by_name(members) == {"adamw": ["adamw[params=1]"]}
+    values = history.medians(members, "adamw[params=1]")
+    assert values[1] is None and all(v is not None for v in values[:1] + values[2:])
+    # several launches and Python 3.11: r0 and r1 (r2 is another setting, r3 one launch)
+    assert [[r.label for r in s] for s in history.settings(members)] == [["r0", "r1"]]
+
+
 # ---------------------------------------------------------------------------- the browser
 
 
@@ -471,7 +522,7 @@ def test_pages_in_headless_chromium(
 def _check_panels(report, res: Path) -> None:
     """The index shows a panel per comparison: one with data shows its verdict counts (those
     of dsbench compare's reports, summed over the axis's groups), one without data none."""
-    axes = comparisons.pair_all(asv_results.load_all_runs(res))
+    axes = pairings.pair_all(asv_results.load_all_runs(res))
     assert [p["title"] for p in report.panels] == [r.axis.title for r in axes]
     for shown, r in zip(report.panels, axes, strict=True):
         verdicts = ("better", "worse", "unchanged", "inconclusive")
@@ -480,6 +531,57 @@ def _check_panels(report, res: Path) -> None:
         decided = any(sums[v] for v in verdicts[:3])
         assert shown["images"] == (1 if decided else 0), shown  # the forest plot
     assert "No data yet." in report.text
+
+
+def test_each_panel_counts_its_verdicts_and_plots_the_largest_decided_changes(fixture_site):
+    """A panel's data (:mod:`dsbench.publish.data.panels`): the four verdicts summed over its
+    pairings, and the decided cases its forest plot shows, the largest changes first, at most
+    :data:`~dsbench.publish.data.panels.MAX_CASES`; the index has a panel per axis (smoke)."""
+    import math
+
+    from dsbench.publish.data import panels
+
+    axes = pairings.pair_all(asv_results.load_all_runs(fixture_site.results))
+    for r in axes:
+        sums = {v: sum(p.report.counts[v] for p in r.pairings) for v in panels.VERDICTS}
+        assert dict(panels.verdict_counts(r)) == (sums if r.has_data else {})
+        shown, total = panels.decided_cases(r)
+        assert len(shown) == min(total, panels.MAX_CASES)
+        assert total <= sum(sums[v] for v in panels.DECIDED)
+        assert all(row.change in panels.DECIDED for _, row in shown)
+        sizes = [abs(math.log(row.ratio)) for _, row in shown]
+        assert sizes == sorted(sizes, reverse=True)
+    assert any(panels.decided_cases(r)[0] for r in axes)  # some panel has a forest plot
+    index = (fixture_site.out / "index.html").read_text()
+    assert all(f'id="panel-{r.axis.slug}"' in index for r in axes)
+
+
+def test_a_claim_goes_on_the_panels_of_the_topics_it_speaks_to():
+    """A claim's topics: its selectors' keys (a bare version is DeepSpeed's) and the words of
+    its side labels; an A/B's own axis takes only the claims about its two sides."""
+    from types import SimpleNamespace
+
+    from dsbench.publish.data import panels
+    from dsbench.publish.data.axes import Axis
+    from dsbench.publish.data.pairings import AxisResult
+
+    def claim(baseline, contender, labels=("a", "b")):
+        return SimpleNamespace(
+            dsbench=SimpleNamespace(baseline=baseline, contender=contender),
+            baseline=SimpleNamespace(label=labels[0]),
+            contender=SimpleNamespace(label=labels[1]),
+        )
+
+    python = claim("python=3.11", "python=3.12")
+    ds = claim("0.18.3", "0.18.4", ("DeepSpeed v0.18.3", "on ROCm"))
+    assert panels.claim_topics(python) == {"python"}
+    assert panels.claim_topics(ds) == {"deepspeed", "backend"}
+    checked = [(python, "p"), (ds, "d")]
+    by_slug = {a.slug: panels.claims_on(AxisResult(a), checked) for a in AXES}
+    assert by_slug["python-3.11-vs-3.12"] == [(python, "p")]
+    assert by_slug["cuda-vs-rocm"] == by_slug["deepspeed-0.18.3-vs-0.18.4"] == [(ds, "d")]
+    own = Axis("x", "x", "python=3.11", "python=3.12", "", "", "quick", found=True)
+    assert panels.claims_on(AxisResult(own), checked) == [(python, "p")]
 
 
 def test_training_run_page_shows_the_step_phases_against_the_floor(tmp_path):
@@ -517,12 +619,12 @@ def test_publish_and_definitions_load_without_torch(fixture_site):
 
     assert (fixture_site.out / "index.html").is_file()
     imported = fixture_site.imported
-    assert "dsbench.publish.site" in imported  # the list is the publishing process's imports
+    assert "dsbench.publish.build" in imported  # the list is the publishing process's imports
     assert "torch" not in imported and "dsbench.suites" in imported
     code = (
         "import importlib, pkgutil, sys, dsbench.publish, dsbench.suites\n"
-        "for m in pkgutil.iter_modules(dsbench.publish.__path__):\n"
-        "    importlib.import_module('dsbench.publish.' + m.name)\n"
+        "for m in pkgutil.walk_packages(dsbench.publish.__path__, 'dsbench.publish.'):\n"
+        "    importlib.import_module(m.name)\n"
         "assert 'torch' not in sys.modules, 'torch imported'\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)

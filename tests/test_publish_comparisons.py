@@ -11,8 +11,18 @@ from tests.test_publish import _check_links_and_images, _one_run, _publish, _sec
 
 
 def test_comparisons_without_data_say_what_to_run(tmp_path):
+    """One run: every axis (the four questions and the kernels' one) has no pairing; the
+    comparisons list and the index's panels say, once each, what to run."""
+    from dsbench.publish.data import pairings
+
     res = tmp_path / "results"
     _one_run(res)
+    axes = pairings.pair_all(results.load_runs(res))
+    assert [r.axis.slug for r in axes] == [
+        "cuda-vs-rocm", "python-3.11-vs-3.12", "deepspeed-0.18.3-vs-0.18.4",
+        "engine-dsbench-vs-deepspeed", "kernels-vs-torch",
+    ]  # fmt: skip
+    assert not any(r.has_data or r.pairings for r in axes)
     out = tmp_path / "site"
     assert _publish(res, out) == 0
     assert not (out / "compare").exists()
@@ -67,13 +77,35 @@ def _backend_site(tmp_path: Path, launches: int) -> tuple[Path, str]:
     return out, (out / "compare" / "cuda-vs-rocm.html").read_text()
 
 
+def _backend_pairing(tmp_path: Path):
+    """The CUDA vs ROCm axis and its one pairing of :func:`_backend_runs`' site."""
+    from dsbench.publish.data import pairings
+    from dsbench.publish.data.axes import AXES
+
+    axis = next(a for a in AXES if a.slug == "cuda-vs-rocm")
+    (p,) = pairings.pair(axis, results.load_runs(tmp_path / "results")).pairings
+    return axis, p
+
+
 def test_cuda_vs_rocm_page_when_both_backends_exist(tmp_path):
     """One launch per side on two machines: the ratio is shown, the verdict is inconclusive
     (grey, saying why) and the page says plainly that the data cannot decide."""
+    from dsbench.publish.data import pairings
+
     out, page = _backend_site(tmp_path, launches=1)
-    assert "quick suite" in page and "<td>0.502</td>" in page
-    assert '<tr class="inconclusive">' in page and '<tr class="worse">' not in page
-    assert "one round per side and no noise figure for this machine and benchmark" in page
+    axis, p = _backend_pairing(tmp_path)
+    (row,) = p.report.rows
+    assert p.group == "quick suite" and f"{row.ratio:.3f}" == "0.502"
+    assert row.change == "inconclusive"
+    assert "one round per side and no noise figure for this machine and benchmark" in row.basis
+    assert pairings.undecided(axis, p).startswith(
+        "the data cannot decide: one round per side and no noise figure"
+    )
+    assert pairings.counts_text(p.report.counts) == (
+        "0 better, 0 worse, 0 unchanged, 1 inconclusive, 0 on one side only"
+    )
+    # the page and the index (smoke)
+    assert "<td>0.502</td>" in page and '<tr class="inconclusive">' in page
     assert "The data cannot decide: one round per side and no noise figure" in page
     assert "different machines" in page  # why no `dsbench ab` can alternate them
     assert "device (NVIDIA H100 80GB HBM3 vs AMD Instinct MI250X)" in page  # a confounder, said
@@ -88,10 +120,18 @@ def test_cuda_vs_rocm_page_when_both_backends_exist(tmp_path):
 def test_several_launches_per_side_decide_and_colour_the_row(tmp_path):
     """With five launches a side the 99% interval exists: the row is worse (red), its interval
     and basis are shown, and the list counts it as a finding."""
+    from dsbench import compare
+    from dsbench.publish.data import pairings
+
     out, page = _backend_site(tmp_path, launches=5)
+    axis, p = _backend_pairing(tmp_path)
+    (row,) = p.report.rows
+    assert row.change == "worse" and "5+5 rounds" in row.basis
+    assert re.fullmatch(r"0\.\d{3}-0\.\d{3}", compare.interval_text(row))
+    assert pairings.undecided(axis, p) is None
+    # the page and the index (smoke)
     assert '<tr class="worse">' in page and "<strong>worse</strong>" in page
-    assert "5+5 rounds" in page and re.search(r"0\.\d{3}-0\.\d{3}", page)
-    assert "The data cannot decide" not in page
+    assert compare.interval_text(row) in page and "The data cannot decide" not in page
     index = (out / "index.html").read_text()
     assert "0 better, 1 worse, 0 unchanged, 0 inconclusive, 0 on one side only" in index
 
@@ -126,27 +166,49 @@ def _verdict_runs(res: Path) -> None:
 
 
 def test_comparison_page_shows_the_four_verdicts_and_the_ratio_chart(tmp_path):
+    """The ab pair is the pairing (not the newer run measured apart), with one row per verdict,
+    each with its reason (asserted on the pairing's report); the page shows them, opening with
+    the ratio chart."""
+    from dsbench.publish.data import pairings
+    from dsbench.publish.data.axes import AXES
+
     res = tmp_path / "results"
     _verdict_runs(res)
-    out = tmp_path / "site"
-    assert _publish(res, out) == 0
-    page = (out / "compare" / "deepspeed-0.18.3-vs-0.18.4.html").read_text()
-    assert "measured together by dsbench ab abcd (deepspeed=0.18.3 vs deepspeed=0.18.4)" in page
-    assert "20261209T000000Z-apart0" not in _section(page, "quick suite").split("<figure>")[0]
-    body = page.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
-    rows = re.findall(r'<tr class="([a-z]+)">(.*?)</tr>', body)
-    verdicts = {re.search(r'title="([^"]+)"', r).group(1): cls for cls, r in rows}
-    assert verdicts == {
+    axis = next(a for a in AXES if a.slug == "deepspeed-0.18.3-vs-0.18.4")
+    (p,) = pairings.pair(axis, results.load_runs(res)).pairings
+    assert (p.baseline.run.id, p.contender.run.id) == (
+        "20261201T000000Z-ab0000", "20261202T000000Z-ab0001"
+    )  # fmt: skip
+    assert any(
+        "measured together by dsbench ab abcd (deepspeed=0.18.3 vs deepspeed=0.18.4)" in note
+        for note in p.report.notes
+    )
+    rows = {r.id: r for r in p.report.rows}
+    assert {i: r.change for i, r in rows.items()} == {
         "adamw[size=1]": "better",
         "adamw[size=2]": "worse",
         "adamw[size=3]": "unchanged",
         "adamw[size=4]": "inconclusive",
         "adamw[size=5]": "inconclusive",
-        "adamw[size=6]": "missing",
+        "adamw[size=6]": "only in contender",
     }
-    assert "spread too wide: the interval reaches across x1.05" in body
-    assert "one value on a side" in body and "only in contender" in body
+    assert not rows["adamw[size=6]"].comparable
+    assert rows["adamw[size=4]"].basis.startswith(
+        "spread too wide: the interval reaches across x1.05"
+    )
+    assert "one value on a side" in rows["adamw[size=5]"].basis
     verdict = "1 better, 1 worse, 1 unchanged, 2 inconclusive, 1 on one side only"
+    assert pairings.counts_text(p.report.counts) == verdict
+    assert pairings.undecided(axis, p) is None
+    # the page and the index (smoke): the rows coloured by verdict, the counts listed
+    out = tmp_path / "site"
+    assert _publish(res, out) == 0
+    page = (out / "compare" / "deepspeed-0.18.3-vs-0.18.4.html").read_text()
+    assert "20261209T000000Z-apart0" not in _section(page, "quick suite").split("<figure>")[0]
+    body = page.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
+    classes = re.findall(r'<tr class="([a-z]+)">', body)
+    assert sorted(classes) == sorted(["better", "worse", "unchanged", "inconclusive",
+                                      "inconclusive", "missing"])  # fmt: skip
     assert verdict in (out / "index.html").read_text()
     assert "The data cannot decide" not in page
     # the ratio chart: first on the page, one line per drawn case, as wide as the page allows
@@ -166,7 +228,7 @@ def test_an_ab_pair_outside_the_missions_axes_gets_its_own_page_and_panel(tmp_pa
     """DeepSpeed 0.17.2 vs 0.19.8 measured by dsbench ab: a page and an index panel of its own,
     with no claim about 0.18.3 vs 0.18.4 on it; the 0.18.3 vs 0.18.4 pair stays on its axis
     and an A/A pair (the same side twice) is no comparison."""
-    from dsbench.publish import comparisons
+    from dsbench.publish.data import axes
     from tests.conftest import write_json
 
     res = tmp_path / "results"
@@ -187,7 +249,7 @@ def test_an_ab_pair_outside_the_missions_axes_gets_its_own_page_and_panel(tmp_pa
             }
             write_json(res / "testbox" / f"{ab_id}-{k}.json", doc)
     runs = results.load_runs(res)
-    found = comparisons.ab_axes(runs)
+    found = axes.ab_axes(runs)
     assert [(a.slug, a.title, a.baseline, a.contender) for a in found] == [
         ("deepspeed-0.17.2-vs-0.19.8", "DeepSpeed 0.17.2 vs 0.19.8", "deepspeed=0.17.2",
          "deepspeed=0.19.8"),
@@ -201,7 +263,7 @@ def test_an_ab_pair_outside_the_missions_axes_gets_its_own_page_and_panel(tmp_pa
     found_panel = r'<section class="panel" id="panel-deepspeed-0.17.2-vs-0.19.8">(.*?)</section>'
     panel = re.search(found_panel, index, re.S).group(1)
     assert "No published claim about this comparison." in panel
-    assert index.count('<section class="panel"') == len(comparisons.AXES) + 2  # + kernels'
+    assert index.count('<section class="panel"') == len(axes.AXES) + 2  # + kernels'
     _check_links_and_images(out)
 
 
@@ -295,7 +357,8 @@ def test_an_undecided_soak_ab_is_told_more_soaks_not_a_suite():
     drift verdicts."""
     from types import SimpleNamespace
 
-    from dsbench.publish.comparisons import AXES, SOAK_ROUNDS, decide_text
+    from dsbench.publish.data.axes import AXES
+    from dsbench.publish.data.pairings import SOAK_ROUNDS, decide_text
 
     argv = ["ab", "--baseline", "deepspeed=0.18.3", "--contender", "deepspeed=0.18.4",
             "--rounds", "2", "--soak=--model mlp --steps 200 --faults kill=3"]  # fmt: skip
@@ -316,7 +379,7 @@ def test_a_partly_decided_pairing_says_why_the_rest_is_not():
     from types import SimpleNamespace
 
     from dsbench.compare import Change, ComparedRow, Reason, tally
-    from dsbench.publish.comparisons import AXES, finding
+    from dsbench.publish.data.pairings import partly_undecided
 
     def row(change, reasons=(), to_decide=None):
         return ComparedRow(id="x", unit="u", direction="higher", baseline=1.0, contender=1.0,
@@ -327,10 +390,9 @@ def test_a_partly_decided_pairing_says_why_the_rest_is_not():
     rows = [row(Change.UNCHANGED)] * 13 + [row(Change.INCONCLUSIVE, wide, 30)] * 27
     rows += [row(Change.INCONCLUSIVE, (Reason.TOO_FEW_SAMPLES,))] * 2
     p = SimpleNamespace(report=SimpleNamespace(rows=rows, counts=tally(rows)))
-    text = str(finding(AXES[0], p))
-    assert (
+    assert partly_undecided(p) == (
         "29 not decided: spread too wide: the interval reaches across x1.05 (27 of them); "
-        "more rounds would decide them, each row says how many" in text
+        "more rounds would decide them, each row says how many"
     )
     p.report = SimpleNamespace(rows=rows[:13], counts=tally(rows[:13]))
-    assert "not decided" not in str(finding(AXES[0], p))
+    assert partly_undecided(p) is None

@@ -6,8 +6,9 @@ manifest (each run's purpose)."""
 import pytest
 
 from dsbench import results
-from dsbench.publish import manifest, site
-from dsbench.publish import runs as run_pages
+from dsbench.publish import site
+from dsbench.publish.data import manifest
+from dsbench.publish.pages import runs as run_pages
 from tests.conftest import make_doc, make_row, write_json
 from tests.test_publish import _one_run, _publish
 

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from dsbench.publish import claims
+from dsbench.publish.data import claims
 from tests._soak_files import soak_results, write_soak
 from tests.conftest import SHIPPED_CLAIMS as SHIPPED
 from tests.test_claims import GOOD
@@ -38,6 +38,21 @@ def _sections(page: str) -> dict[str, str]:
     return {p.split("</h2>", 1)[0]: p for p in parts}
 
 
+def _memory_fits(res) -> dict[tuple[str, int | None], tuple[str, float]]:
+    """(soak label, rank) -> (verdict, slope) of the host resident memory's drift fit, from
+    :mod:`dsbench.publish.data.soaks`."""
+    from dsbench.publish.data.soaks import drifting, fits, rank_of, soak_files
+    from dsbench.results import asv as asv_results
+
+    out = {}
+    for soak in soak_files(asv_results.load_all_runs(res)):
+        for d in drifting(soak):
+            for row in soak.row(d.row) if d.what == "host resident memory" else []:
+                for _, fit in fits(row):
+                    out[(soak.run.label, rank_of(row))] = (fit["verdict"], fit["slope"])
+    return out
+
+
 def test_the_stability_page_shows_each_soak(soak_site):
     _, out = soak_site
     index = (out / "index.html").read_text()
@@ -46,7 +61,23 @@ def test_the_stability_page_shows_each_soak(soak_site):
     soaks = _sections(page)
     assert list(soaks) == ["soak-zero2-dsbench", "soak-zero3-ds"]  # newest first
     zero3, zero2 = _text(soaks["soak-zero3-ds"]), _text(soaks["soak-zero2-dsbench"])
-    # what was run, plainly
+    # what was run, plainly: the facts (data.soaks.soak_facts), then the page
+    from dsbench.publish.data.soaks import soak_facts, soak_files
+    from dsbench.results import asv as asv_results
+
+    by_label = {x.run.label: dict(soak_facts(x)) for x in soak_files(
+        asv_results.load_all_runs(soak_site[0]))}  # fmt: skip
+    facts3 = by_label["soak-zero3-ds"]
+    assert (facts3["engine"], str(facts3["ZeRO stage"]), facts3["offload"]) == (
+        "DeepSpeed 0.18.4", "3", "none"
+    )  # fmt: skip
+    assert facts3["job"] == "400 steps; the reference run trained 400"
+    assert facts3["training time"] == "2 min 00 s over 4 launch(es)"
+    assert facts3["faults"] == "1 kill, 1 hang, 0 term" and facts3["status"] == "complete"
+    assert facts3["command"].startswith("dsbench ")
+    assert by_label["soak-zero2-dsbench"]["engine"] == (
+        "dsbench's ZeRO engine; DeepSpeed 0.18.4 installed, not used by it"
+    )
     for fact in ("engine DeepSpeed 0.18.4", "ZeRO stage 3", "precision bf16", "offload none",
                  "model mlp", "ranks 2", "job 400 steps; the reference run trained 400",
                  "training time 2 min 00 s over 4 launch(es)", "faults 1 kill, 1 hang, 0 term",
@@ -54,7 +85,16 @@ def test_the_stability_page_shows_each_soak(soak_site):
                  "status complete"):  # fmt: skip
         assert fact in zero3, fact
     assert "engine dsbench's ZeRO engine; DeepSpeed 0.18.4 installed, not used by it" in zero2
-    # drift: memory growing 50 MiB per 1,000 steps in the one, flat in the other
+    # drift: memory growing 50 MiB per 1,000 steps in the one, flat in the other (the fits,
+    # then the page's drift table)
+    fitted = _memory_fits(soak_site[0])
+    assert {k: v for k, v in fitted.items() if k[0] == "soak-zero3-ds"} == {
+        ("soak-zero3-ds", 0): ("growing", pytest.approx(50, abs=0.1)),
+        ("soak-zero3-ds", 1): ("growing", pytest.approx(50, abs=0.1)),
+    }
+    assert [v[0] for k, v in sorted(fitted.items()) if k[0] == "soak-zero2-dsbench"] == [
+        "flat", "flat"
+    ]  # fmt: skip
     for rank in (0, 1):
         assert (
             f'<tr class="growing"><td>host resident memory</td><td>{rank}</td>'
@@ -133,8 +173,44 @@ def test_a_soak_merged_by_dsbench_ab_lists_each_launch_fit(tmp_path):
     assert page.count("<td>0 (launch 1)</td>") == 2  # rank 0: memory and step time
 
 
+def _soak_claims(res):
+    """The soaks of the results folder ``res``, and the shipped claims with a ``soak`` mapping."""
+    from dsbench.publish.data.soaks import soak_files
+    from dsbench.results import asv as asv_results
+
+    wanted = [c for c in claims.load_claims(SHIPPED) if c.dsbench.soak is not None]
+    return soak_files(asv_results.load_all_runs(res)), wanted
+
+
 def test_the_claims_page_sets_the_stability_claims_beside_the_soaks(soak_site):
-    _, out = soak_site
+    """Each stability claim beside what every matching soak shows (asserted on
+    :func:`dsbench.publish.data.soak_claims.soak_lines`), the page's table a row per claim."""
+    from dsbench.publish.data.soak_claims import soak_lines, to_measure
+
+    res, out = soak_site
+    soaks, wanted = _soak_claims(res)
+    assert len(wanted) == 8
+    by_label = {c.label: (c, [str(x) for x in soak_lines(c, soaks)]) for c in wanted}
+    assert all(lines for _, lines in by_label.values())  # every claim measured by some soak
+    claim, resume = by_label["恢复训练成功率"]
+    claimed = [f"{s.label}: {s.text}" for s in (claim.baseline, claim.contender)]
+    assert claimed == ["v0.18.3: 82%", "v0.18.4: 99.6%"]  # the claim, as printed
+    assert (
+        "DeepSpeed 0.18.4 · ZeRO-3 bf16 · no offload · mlp, 2 ranks · 400 steps · 3 min 20 s "
+        "(the claim's v0.18.4 side): 100.0% of restarts continued bit for bit (2 of 2)" in resume
+    )
+    assert to_measure(claim).startswith(
+        "dsbench ab --baseline deepspeed=0.18.3 --contender deepspeed=0.18.4"
+    )
+    mtbf = " | ".join(by_label["平均无故障时间"][1])
+    assert "no failure nobody injected in 2 min 00 s of training" in mtbf
+    assert "no failure nobody injected in 1 min 00 s of training" in mtbf  # the dsbench soak
+    growth = " | ".join(by_label["ZeRO-3在长时间训练时的显存缓慢增长问题（GitHub issue #4567）"][1])
+    assert re.search(r"host resident memory: rank 0: growing, (49\.9|50)", growth)
+    assert "ZeRO-2" not in growth  # only the ZeRO-3 soak fits stage = 3
+    fluctuation = " | ".join(by_label["显存波动范围"][1])
+    assert re.search(r"host resident memory: ±\d+(\.\d+)? MiB around", fluctuation)
+    # the page (smoke): the scale sentence, a row per claim, none missing
     page = (out / "claims.html").read_text()
     table = page.split('<h2 id="stability">', 1)[1].split("<h2", 1)[0]
     text = _text(table)
@@ -145,33 +221,29 @@ def test_the_claims_page_sets_the_stability_claims_beside_the_soaks(soak_site):
     )
     assert "nothing here calls a claim consistent or contradicted" in text
     rows = re.findall(r"<tr[^>]*>(.*?)</tr>", table.split("<tbody>", 1)[1])
-    wanted = [c for c in claims.load_claims(SHIPPED) if c.dsbench.soak is not None]
-    assert len(rows) == len(wanted) == 8
-    by_label = {c.label: _text(next(r for r in rows if html.escape(c.label) in r)) for c in wanted}
-    resume = by_label["恢复训练成功率"]
-    assert "v0.18.3: 82% v0.18.4: 99.6%" in resume  # the claim, as printed
-    assert (
-        "DeepSpeed 0.18.4 · ZeRO-3 bf16 · no offload · mlp, 2 ranks · 400 steps · 3 min 20 s "
-        "(the claim's v0.18.4 side): 100.0% of restarts continued bit for bit (2 of 2)" in resume
-    )
-    assert "dsbench ab --baseline deepspeed=0.18.3 --contender deepspeed=0.18.4" in resume
-    mtbf = by_label["平均无故障时间"]
-    assert "no failure nobody injected in 2 min 00 s of training" in mtbf
-    assert "no failure nobody injected in 1 min 00 s of training" in mtbf  # the dsbench soak
-    growth = by_label["ZeRO-3在长时间训练时的显存缓慢增长问题（GitHub issue #4567）"]
-    assert re.search(r"host resident memory: rank 0: growing, (49\.9|50)", growth)
-    assert "ZeRO-2" not in growth  # only the ZeRO-3 soak fits stage = 3
-    fluctuation = by_label["显存波动范围"]
-    assert re.search(r"host resident memory: ±\d+(\.\d+)? MiB around", fluctuation)
+    assert len(rows) == len(wanted)
+    (row,) = [r for r in rows if html.escape(claim.label) in r]
+    assert " ".join(claimed) in _text(row)
     assert "not measured" not in text and 'class="missing"' not in table
 
 
 def test_without_soaks_every_stability_claim_is_not_measured(tmp_path):
+    from dsbench.publish.data.soak_claims import not_measured_why, soak_lines, to_measure
+
     res = tmp_path / "results"
     _one_run(res)
     (res / "claims").mkdir()
     for path in SHIPPED.glob("*.toml"):
         (res / "claims" / path.name).write_text(path.read_text())
+    soaks, wanted = _soak_claims(res)
+    assert soaks == [] and len(wanted) == 8
+    for c in wanted:
+        assert soak_lines(c, soaks) == [] and not_measured_why(c.dsbench.soak, soaks) == (
+            "no soak result"
+        )
+    # what would measure the resume rate
+    assert any("--faults kill=20,hang=3,term=2" in to_measure(c) for c in wanted)
+    # the pages (smoke)
     out = tmp_path / "site"
     assert _publish(res, out) == 0
     table = (out / "claims.html").read_text().split('<h2 id="stability">', 1)[1]
@@ -179,7 +251,6 @@ def test_without_soaks_every_stability_claim_is_not_measured(tmp_path):
     assert "Measured: </strong>nothing: no soak result." in table
     assert table.count('<tr class="missing">') == 8
     assert table.count("<strong>not measured</strong>: no soak result<") == 8
-    assert "--faults kill=20,hang=3,term=2" in table  # what would measure the resume rate
     stability = _text((out / "stability.html").read_text())
     assert "No soak results yet: dsbench soak --config tests/configs/soak_zero2_bf16.json" in (
         stability

@@ -145,7 +145,7 @@ def test_unset_is_one_falsy_value_across_processes():
 
 
 def test_claim_checks_round_trip():
-    from dsbench.publish import claims
+    from dsbench.publish.data import claims
     from dsbench.results.asv import load_all_runs
 
     found = claims.check(claims.load_claims(SHIPPED_CLAIMS), load_all_runs(FIXTURE_RESULTS))

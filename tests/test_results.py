@@ -125,7 +125,7 @@ def test_every_committed_result_file_has_its_purpose_in_the_manifest():
     """results/ keeps reference runs only, each listed with a one-line purpose in
     results/manifest.toml (what the pages show), and the manifest lists nothing else; a soak's
     stream (*.soak.jsonl) belongs to the result file of the same name."""
-    from dsbench.publish import manifest
+    from dsbench.publish.data import manifest
 
     root = REPO / "results"
     files = {p.relative_to(root).as_posix() for p in root.rglob("*.json")

@@ -8,7 +8,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from dsbench.publish import site
+from dsbench.publish import build
+from dsbench.publish.site import MARKER
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -18,7 +19,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=Path,
         default=Path("site"),
         help="where to write the site (default: site/); an existing folder is replaced only "
-        f"if it is a site dsbench wrote (it holds {site.MARKER})",
+        f"if it is a site dsbench wrote (it holds {MARKER})",
     )
     p.add_argument(
         "--results",
@@ -29,7 +30,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    done = site.publish(args.results, args.out)
+    done = build.publish(args.results, args.out)
     print(
         f"wrote {done.out}/ ({done.runs} runs, {done.pages} pages, {done.images} charts); "
         f"open {done.out / 'index.html'}"

@@ -1,7 +1,10 @@
 """``dsbench publish``: result files (dsbench's and asv's) to a static, offline HTML site.
 
-- :mod:`dsbench.publish.site`: the pages (index, comparisons, runs, profiles, claims) and plots;
-- :mod:`dsbench.publish.modelled`: roofline floors and alpha-beta estimates per hardware profile
-  (modelled, never mixed with measured numbers);
-- :mod:`dsbench.publish.claims`: published tables to check (``results/claims/*.toml``).
+- :mod:`dsbench.publish.data`: what the site says, computed from the runs: the comparisons and
+  their pairings, claims and their verdicts, soaks, modelled figures; no markup, no plotting;
+- :mod:`dsbench.publish.pages`: one view module per page over that data;
+- :mod:`dsbench.publish.html`, :mod:`~dsbench.publish.tables`, :mod:`~dsbench.publish.plots`:
+  markup, the CSV beside each table, the charts;
+- :mod:`dsbench.publish.site`: :class:`~dsbench.publish.site.Site`, which writes the files;
+- :mod:`dsbench.publish.build`: the builder (:func:`~dsbench.publish.build.publish`).
 """

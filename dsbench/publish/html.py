@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import html
 import json
-import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+from dsbench.publish.data.facts import num
 
 
 class Html(str):
@@ -71,23 +72,6 @@ def breakable(text: Any) -> Html:
 
 def link(href: str, *children: Any) -> Html:
     return el("a", *children, href=href)
-
-
-def num(value: float | int | None, digits: int = 4) -> str:
-    """A number for a table: 4 significant digits, ``-`` for missing or non-finite."""
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, int):
-        return str(value)
-    if not math.isfinite(value):
-        return "-"
-    return f"{value:.{digits}g}"
-
-
-def pct(value: float | None) -> str:
-    return "-" if value is None or not math.isfinite(value) else f"{value:.1f}%"
 
 
 def table(

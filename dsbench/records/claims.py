@@ -12,7 +12,7 @@ from .metrics import Direction
 @dataclass(frozen=True, kw_only=True, slots=True, repr=False)
 class ClaimCheck(Record):
     """A published claim beside what dsbench measured or modelled: one entry of
-    :func:`dsbench.publish.claims.check` (fields in the order it builds them)."""
+    :func:`dsbench.publish.data.claims.check` (fields in the order it builds them)."""
 
     # - The claim as published
     claim: str

@@ -2,9 +2,9 @@
 
 One reader serves the three kinds of file dsbench validates: ds_configs (JSON,
 :mod:`dsbench.zero.config`), hardware profiles (TOML, :mod:`dsbench.hardware.parse`) and claim
-files (TOML, :mod:`dsbench.publish.claims`). Each check takes the value's key path and the value,
-returns the value in its Python type, or raises the caller's exception with one line that names
-the path, the bad value and what was expected; an unknown key gets the closest valid name
+files (TOML, :mod:`dsbench.publish.data.claims`). Each check takes the value's key path and the
+value, returns the value in its Python type, or raises the caller's exception with one line that
+names the path, the bad value and what was expected; an unknown key gets the closest valid name
 (``difflib``). The two kinds of file word problems as their formats do:
 
 * JSON (ds_config): ``fp16.enabled must be true or false, got 1 (a number)``: values shown as

@@ -26,7 +26,7 @@ asv's own result files (``results/asv/``, ``machine.json``, ``benchmarks.json``)
 same root and are recognised and left to the asv reader (:mod:`dsbench.results.asv`), which
 turns each asv result file into a :class:`Run` of the same shape;
 :func:`dsbench.results.asv.load_all_runs` returns both kinds. Claim files (``results/claims/``,
-published tables to check, not results) are left to :mod:`dsbench.publish.claims`.
+published tables to check, not results) are left to :mod:`dsbench.publish.data.claims`.
 """
 
 from __future__ import annotations

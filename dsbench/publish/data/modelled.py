@@ -2,9 +2,9 @@
 
 Everything modelled is derived from a benchmark case's counted work (FLOPs, bytes, bytes on the
 wire; :class:`dsbench.suites.Work`) and a profile's datasheet figures, never measured
-(:mod:`dsbench.publish.floors` says how). Measured numbers come only from result files and sit in
-columns named ``measured ...``; modelled ones in columns named ``modelled ...``; the two never
-share a column.
+(:mod:`dsbench.publish.data.floors` says how). Measured numbers come only from result files and
+sit in columns named ``measured ...``; modelled ones in columns named ``modelled ...``; the two
+never share a column.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from dsbench.hardware import DTYPE_PEAKS, PEAK_KEYS, Profile
-from dsbench.publish.floors import (
+from dsbench.publish.data.floors import (
     ALPHA,
     LINK_NOTES,
     NOT_MODELLED,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dsbench.publish.facts import finite
+from dsbench.publish.data.facts import finite
 from dsbench.records import UNSET, Row, value_or
 from dsbench.results import Run
 
@@ -225,6 +225,61 @@ def short_text(soak: SoakFile) -> str:
     return " · ".join(parts)
 
 
+def soak_facts(soak: SoakFile) -> list[tuple[str, Any]]:
+    """What was run, plainly: (what, its value) in the order the page lists them (the result
+    file aside); ``command`` is the argv as text."""
+    run, p, s = soak.run, soak.params, soak.settings
+    job = as_int(s.get("steps"))
+    length = f"{job:,} steps" if job else f"until {duration(finite(s.get('duration_s')))}"
+    if (trained := soak.steps_trained()) is not None:
+        length += f"; the reference run trained {trained:,}"
+    faults = [as_dict(f).get("action") for f in as_list(s.get("faults"))]
+    kinds = ", ".join(f"{faults.count(a)} {a}" for a in ("kill", "hang", "term"))
+    argv = " ".join(["dsbench", *map(str, as_list(run.argv))])
+    sampling = (
+        f"every {s.get('sample_every', '?')} steps; checkpoint every "
+        f"{s.get('checkpoint_every', '?')}; warm-up {soak.warmup() or '?'} steps; hang "
+        f"timeout {s.get('hang_timeout_s', '?')} s"
+    )
+    trained_text = "-"
+    if soak.launches:
+        trained_text = f"{duration(soak.training_seconds())} over {len(soak.launches)} launch(es)"
+    out: list[tuple[str, Any]] = [
+        ("engine", engine_text(soak)),
+        ("ZeRO stage", p.get("stage", "-")),
+        ("precision", p.get("precision", "-")),
+        ("offload", soak.offload()),
+        ("model", p.get("model", "-")),
+        ("ranks", p.get("nproc", "-")),
+        ("job", length),
+        ("wall time", duration(finite(run.wall_s))),
+        ("training time", trained_text),
+        ("faults", kinds if faults else "none"),
+        ("sampling", sampling if s else "-"),
+        ("machine", machine_text(run)),
+        ("command", argv if run.argv else "-"),
+        ("status", soak.section.get("status") or "-"),
+    ]
+    if soak.merged:
+        out.append(("dsbench ab", f"{soak.merged} launches merged into this file"))
+    return out
+
+
+def fitted_line(fit: dict, relative: bool) -> tuple[float, float, float, float] | None:
+    """The fitted line over the steps it was fitted to, in the curve's units (a step-time slope
+    is in % of the mean per 1,000 steps; its intercept is in ms)."""
+    a, b = finite(fit.get("first_step")), finite(fit.get("last_step"))
+    slope, icpt = finite(fit.get("slope")), finite(fit.get("intercept"))
+    if None in (a, b, slope, icpt):
+        return None
+    if relative:
+        mean = finite(fit.get("mean"))
+        if mean is None:
+            return None
+        slope = slope * mean / 100
+    return a, b, icpt + slope * a / 1000, icpt + slope * b / 1000
+
+
 def soak_files(runs: Iterable[Run]) -> list[SoakFile]:
     """The soak result files, newest first."""
     soaks = [r for r in runs if is_soak(r)]
@@ -323,3 +378,17 @@ def series_from_rows(soak: SoakFile, wanted: Iterable[Drifting]) -> dict[str, Se
                 if rank is not None and finite(step) is not None and finite(value) is not None:
                     out.setdefault(d.key, Series()).add(rank, float(step), float(value))
     return out
+
+
+def interval_text(fit: dict) -> str:
+    """A fit's 99% interval: ``-21.6 to 41.1``, or ``no interval``."""
+    lo, hi = finite(fit.get("low")), finite(fit.get("high"))
+    return "no interval" if lo is None or hi is None else f"{lo:.3g} to {hi:.3g}"
+
+
+CONFIG = "tests/configs/soak_zero2_bf16.json"
+"""The ZeRO-2 config the committed soaks ran (``soak_zero3_bf16.json`` beside it: ZeRO-3)."""
+SOAK_COMMAND = f"dsbench soak --config {CONFIG} --model mlp --steps 5000"
+FAULT_COMMAND = (
+    f"dsbench soak --config {CONFIG} --model mlp --steps 1000 --faults kill=20,hang=3,term=2"
+)

@@ -8,21 +8,20 @@ from typing import TYPE_CHECKING, Any
 
 from dsbench import hardware
 from dsbench.publish import plots
-from dsbench.publish.comparisons import group_name
-from dsbench.publish.facts import (
+from dsbench.publish.data.facts import (
     at_ceiling,
     ci,
     finite,
     headlines,
-    machine_labels,
     metric,
+    num,
     peak_measured,
     peak_share,
-    prose,
     run_title,
-    share_html,
     short_run,
 )
+from dsbench.publish.data.history import cases_by_name, history_groups, medians, settings
+from dsbench.publish.data.pairings import group_name
 from dsbench.publish.html import (
     Html,
     breakable,
@@ -31,10 +30,10 @@ from dsbench.publish.html import (
     join,
     kv_table,
     link,
-    num,
     render_value,
     table,
 )
+from dsbench.publish.pages.cells import prose, share_html
 from dsbench.records import UNSET, Peak, Phases, Row, value_or
 from dsbench.results import Run
 
@@ -259,13 +258,6 @@ def rows_table(run: Run) -> Html:
 
 
 def history_page(site: Site) -> None:
-    groups: dict[tuple[str, str, str], list[Run]] = {}
-    machines = machine_labels(site.runs)  # a folder of two machines' runs: two histories
-    for run in site.runs:
-        if run.sweep is not None:
-            continue  # a sweep's sides are a series of their own (releases.html)
-        key = (run.source, machines[id(run)], str(run.suite or "-"))
-        groups.setdefault(key, []).append(run)
     body: list[Any] = [
         el(
             "p",
@@ -279,31 +271,16 @@ def history_page(site: Site) -> None:
         )
     ]
     drawn = 0
-    for (source, machine, suite), members in sorted(groups.items()):
-        if len(members) < 2:
-            continue
+    for (source, machine, suite), members in history_groups(site.runs):
         body.append(el("h2", f"{machine} · {group_name((source, suite))}"))
-        names: dict[str, list[str]] = {}
-        for run in members:
-            for row in run.rows.values():
-                ids = names.setdefault(row.name, [])
-                if row.id not in ids and row.ok:
-                    ids.append(row.id)
         x = [short_run(r) for r in members]
-        for name, ids in names.items():
+        for name, ids in cases_by_name(members).items():
             if not ids:
                 continue
             shown = ids[: plots.MAX_LINES]
             labels = plots.short_labels(shown)
             series = [
-                plots.Series(
-                    lab,
-                    [
-                        finite(r.rows[i].value) if i in r.rows and r.rows[i].ok else None
-                        for r in members
-                    ],
-                )
-                for lab, i in zip(labels, shown, strict=True)
+                plots.Series(lab, medians(members, i)) for lab, i in zip(labels, shown, strict=True)
             ]
             units = sorted(
                 {str(value_or(r.rows[i].unit, "")) for r in members for i in shown if i in r.rows}
@@ -331,26 +308,15 @@ def history_page(site: Site) -> None:
     site.write("history.html", "History", join(body))
 
 
-ENVIRONMENT = ("python", "torch", "triton", "numpy", "deepspeed", "backend", "device", "cpu")
-"""What a run's setting is, apart from the dsbench commit: runs over commits are compared within
-one setting (an A/B's two sides are two settings, not a history)."""
-
-
 def history_steps(site: Site, members: list[Run]) -> list[Any]:
-    """Per setting (:data:`ENVIRONMENT`), the steps over its runs of several launches (the unit
-    of evidence), oldest first: found, then confirmed or not held, with a chart per case that
-    has a candidate."""
-    from dsbench.publish.series_page import series_parts, steps_lists
+    """Per setting (:func:`dsbench.publish.data.history.settings`), the steps over its runs of
+    several launches (the unit of evidence), oldest first: found, then confirmed or not held,
+    with a chart per case that has a candidate."""
+    from dsbench.publish.pages.series_page import series_parts, steps_lists
     from dsbench.sweep import series_over
 
-    settings: dict[tuple, list[Run]] = {}
-    for run in members:
-        if len(run.launches or ()) >= 2:
-            settings.setdefault(tuple(run.fields.get(k) for k in ENVIRONMENT), []).append(run)
     body: list[Any] = []
-    for runs in settings.values():
-        if len(runs) < 2:
-            continue
+    for runs in settings(members):
         all_series = series_over([short_run(r) for r in runs], runs)
         _, charts = series_parts(site, all_series, chart_if=lambda s: bool(s.steps))
         names = ", ".join(short_run(r) for r in runs)

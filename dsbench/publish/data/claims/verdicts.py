@@ -35,7 +35,7 @@ from typing import Any
 
 from dsbench import compare
 from dsbench.errors import UsageError
-from dsbench.publish.claims.data import (
+from dsbench.publish.data.claims.data import (
     CONSISTENT,
     CONTRADICTED,
     FACTOR,
@@ -45,7 +45,7 @@ from dsbench.publish.claims.data import (
     UNDECIDED,
     Claim,
 )
-from dsbench.publish.claims.load import _all_param_keys, selector_problem
+from dsbench.publish.data.claims.load import _all_param_keys, selector_problem
 from dsbench.records import HIGHER, LOWER, ClaimCheck, MetricValue, Row, value_or
 from dsbench.records.values import is_number
 from dsbench.results import Run
@@ -244,7 +244,7 @@ def _measured(claim: Claim, runs: Sequence[Run], factor: float = FACTOR) -> dict
     """Pairs of rows from the runs the claim's selectors pick (a ``dsbench ab`` pair first),
     each case's ratio with its interval, and their geometric mean with its interval (see
     [Note: claims and verdicts]); None when no run holds both sides."""
-    from dsbench.publish import comparisons
+    from dsbench.publish.data import axes, pairings
 
     m = claim.dsbench
     keys = _all_param_keys() | compare.param_keys(list(runs))
@@ -254,13 +254,13 @@ def _measured(claim: Claim, runs: Sequence[Run], factor: float = FACTOR) -> dict
         return (row.name == m.benchmark and row.ok
                 and _params_match(row.params or {}, m.params, skip))  # fmt: skip
 
-    relevant = [r for r in runs if not comparisons.is_noise(r)
+    relevant = [r for r in runs if not pairings.is_noise(r)
                 and any(wanted(row) for row in r.rows.values())]  # fmt: skip
     if not relevant:
         return None
     b_sel = compare.Selector.parse(m.baseline, keys)
     c_sel = compare.Selector.parse(m.contender, keys)
-    ab = None if b_sel.param or c_sel.param else comparisons.ab_pair(relevant, b_sel, c_sel)
+    ab = None if b_sel.param or c_sel.param else axes.ab_pair(relevant, b_sel, c_sel)
     if ab is not None:
         base, cont = compare.Side.whole(ab[0]), compare.Side.whole(ab[1])
         notes = [f"baseline: {ab[0].describe()}", f"contender: {ab[1].describe()}", ab[2]]
@@ -287,7 +287,7 @@ def _measured(claim: Claim, runs: Sequence[Run], factor: float = FACTOR) -> dict
     ratios = [p["ratio"] for p in pairs]
     positive = all(r > 0 for r in ratios)
     bounded = positive and all(p["low"] is not None and p["low"] > 0 for p in pairs)
-    why = comparisons.most_common_reason(whys[p["id"]] for p in pairs if p["low"] is None)
+    why = pairings.most_common_reason(whys[p["id"]] for p in pairs if p["low"] is None)
     return {
         "ratio": _geomean(ratios) if positive else sum(ratios) / len(ratios),
         "low": _geomean([p["low"] for p in pairs]) if bounded else None,
@@ -327,7 +327,7 @@ def decide(
 
 
 def _modelled(claim: Claim) -> dict | None:
-    from dsbench.publish import modelled
+    from dsbench.publish.data import modelled
     from dsbench.suites import BENCHMARKS, case_id
 
     m = claim.dsbench

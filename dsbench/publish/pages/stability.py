@@ -1,7 +1,7 @@
 """The stability page: what each ``dsbench soak`` found.
 
 ``stability.html`` has a section per soak result file (suite ``soak``, see
-:mod:`dsbench.soak.report`; read through :mod:`dsbench.publish.soaks`):
+:mod:`dsbench.soak.report`; read through :mod:`dsbench.publish.data.soaks`):
 
 - *what was run*: engine and DeepSpeed version, ZeRO stage, precision, offload, model, ranks,
   steps, how long it took, the faults scheduled, the machine;
@@ -15,7 +15,7 @@
 - *loss anomalies*.
 
 The stability claims are set beside these soaks on the claims page
-(:mod:`dsbench.publish.stability_claims`). Every string from a file is escaped
+(:mod:`dsbench.publish.pages.stability_claims`). Every string from a file is escaped
 (:mod:`dsbench.publish.html`); chart text goes through :func:`dsbench.publish.plots.text`.
 """
 
@@ -26,7 +26,29 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from dsbench.publish import plots
-from dsbench.publish.facts import finite, run_title
+from dsbench.publish.data.facts import finite, num, run_title
+from dsbench.publish.data.soaks import (
+    FAULT_COMMAND,
+    SOAK_COMMAND,
+    STEP_ROW,
+    Drifting,
+    Series,
+    SoakFile,
+    as_dict,
+    as_list,
+    drifting,
+    duration,
+    fits,
+    fitted_line,
+    interval_text,
+    rank_of,
+    read_stream,
+    series_from_rows,
+    short_text,
+    soak_facts,
+    soak_files,
+    stream_path,
+)
 from dsbench.publish.html import (
     Html,
     details,
@@ -34,29 +56,8 @@ from dsbench.publish.html import (
     join,
     kv_table,
     link,
-    num,
     table,
     warn_list,
-)
-from dsbench.publish.soaks import (
-    STEP_ROW,
-    Drifting,
-    Series,
-    SoakFile,
-    as_dict,
-    as_int,
-    as_list,
-    drifting,
-    duration,
-    engine_text,
-    fits,
-    machine_text,
-    rank_of,
-    read_stream,
-    series_from_rows,
-    short_text,
-    soak_files,
-    stream_path,
 )
 from dsbench.records import value_or
 
@@ -65,72 +66,21 @@ if TYPE_CHECKING:
 
 PAGE = "stability.html"
 VERDICTS = ("flat", "growing", "inconclusive")
-CONFIG = "tests/configs/soak_zero2_bf16.json"
-"""The ZeRO-2 config the committed soaks ran (``soak_zero3_bf16.json`` beside it: ZeRO-3)."""
-SOAK_COMMAND = f"dsbench soak --config {CONFIG} --model mlp --steps 5000"
-FAULT_COMMAND = (
-    f"dsbench soak --config {CONFIG} --model mlp --steps 1000 --faults kill=20,hang=3,term=2"
-)
 
 
 def facts(site: Site, soak: SoakFile) -> list[tuple[Any, Any]]:
-    """What was run, plainly."""
-    run, p, s = soak.run, soak.params, soak.settings
-    job = as_int(s.get("steps"))
-    length = f"{job:,} steps" if job else f"until {duration(finite(s.get('duration_s')))}"
-    if (trained := soak.steps_trained()) is not None:
-        length += f"; the reference run trained {trained:,}"
-    faults = [as_dict(f).get("action") for f in as_list(s.get("faults"))]
-    kinds = ", ".join(f"{faults.count(a)} {a}" for a in ("kill", "hang", "term"))
-    argv = " ".join(["dsbench", *map(str, as_list(run.argv))])
-    sampling = (
-        f"every {s.get('sample_every', '?')} steps; checkpoint every "
-        f"{s.get('checkpoint_every', '?')}; warm-up {soak.warmup() or '?'} steps; hang "
-        f"timeout {s.get('hang_timeout_s', '?')} s"
-    )
-    trained_text = "-"
-    if soak.launches:
-        trained_text = f"{duration(soak.training_seconds())} over {len(soak.launches)} launch(es)"
-    out = [
+    """What was run, plainly (:func:`dsbench.publish.data.soaks.soak_facts`), the result file
+    linked and the command as code."""
+    run = soak.run
+    return [
         ("result file", link(site.run_href(run, 0), run_title(run))),
-        ("engine", engine_text(soak)),
-        ("ZeRO stage", p.get("stage", "-")),
-        ("precision", p.get("precision", "-")),
-        ("offload", soak.offload()),
-        ("model", p.get("model", "-")),
-        ("ranks", p.get("nproc", "-")),
-        ("job", length),
-        ("wall time", duration(finite(run.wall_s))),
-        ("training time", trained_text),
-        ("faults", kinds if faults else "none"),
-        ("sampling", sampling if s else "-"),
-        ("machine", machine_text(run)),
-        ("command", el("code", argv) if run.argv else "-"),
-        ("status", soak.section.get("status") or "-"),
+        *((k, el("code", v) if k == "command" and run.argv else v) for k, v in soak_facts(soak)),
     ]
-    if soak.merged:
-        out.append(("dsbench ab", f"{soak.merged} launches merged into this file"))
-    return out
 
 
 # --------------------------------------------------------------------------------------------
 # Curves
 # --------------------------------------------------------------------------------------------
-
-
-def fitted_line(fit: dict, relative: bool) -> tuple[float, float, float, float] | None:
-    """The fitted line over the steps it was fitted to, in the curve's units (a step-time slope
-    is in % of the mean per 1,000 steps; its intercept is in ms)."""
-    a, b = finite(fit.get("first_step")), finite(fit.get("last_step"))
-    slope, icpt = finite(fit.get("slope")), finite(fit.get("intercept"))
-    if None in (a, b, slope, icpt):
-        return None
-    if relative:
-        mean = finite(fit.get("mean"))
-        if mean is None:
-            return None
-        slope = slope * mean / 100
-    return a, b, icpt + slope * a / 1000, icpt + slope * b / 1000
 
 
 MAX_RANKS_DRAWN = 16
@@ -193,12 +143,6 @@ def charts(site: Site, soak: SoakFile) -> list[Html]:
 # --------------------------------------------------------------------------------------------
 # Tables
 # --------------------------------------------------------------------------------------------
-
-
-def interval_text(fit: dict) -> str:
-    """A fit's 99% interval: ``-21.6 to 41.1``, or ``no interval``."""
-    lo, hi = finite(fit.get("low")), finite(fit.get("high"))
-    return "no interval" if lo is None or hi is None else f"{lo:.3g} to {hi:.3g}"
 
 
 DRIFT_HEAD = ["series", "rank", "slope per 1,000 steps", "99% interval", "threshold",

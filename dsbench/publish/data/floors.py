@@ -2,7 +2,7 @@
 
 Everything here is *modelled*: derived from a benchmark case's counted work (FLOPs, bytes, bytes
 on the wire; :class:`dsbench.suites.Work`) and a profile's datasheet figures, never measured
-(:mod:`dsbench.publish.modelled` sets them beside measured values).
+(:mod:`dsbench.publish.data.modelled` sets them beside measured values).
 
 Floors (a lower bound on the time of one call, so a measured time is never below it):
 

@@ -1,4 +1,4 @@
-"""The front pages: ``index.html`` (a panel per comparison, :mod:`dsbench.publish.panels`; the
+"""The front pages: ``index.html`` (a panel per comparison, :mod:`dsbench.publish.pages.panels`; the
 runs grouped by machine, profile, backend, Python and DeepSpeed version, with headline numbers;
 links to the other pages and asv's)
 and ``comparisons.html`` (which comparisons have data, and what to run for the others)."""
@@ -8,21 +8,24 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from dsbench import results
-from dsbench.publish import comparisons, panels
-from dsbench.publish.comparisons import AxisResult
-from dsbench.publish.facts import (
-    backend_name,
+from dsbench.publish.data.axes import FACTOR
+from dsbench.publish.data.facts import (
     headlines,
-    machine_labels,
-    prose,
+    run_groups,
     status_counts,
     when,
 )
+from dsbench.publish.data.pairings import AxisResult
 from dsbench.publish.html import Html, el, join, link, table, warn_list
+from dsbench.publish.pages import panels
+from dsbench.publish.pages.cells import prose
+from dsbench.publish.pages.comparisons import finding
 from dsbench.results import Run
 
 if TYPE_CHECKING:
+    from dsbench.publish.data.claims import Claim
     from dsbench.publish.site import Site
+    from dsbench.records import ClaimCheck
 
 RUN_COLUMNS = [
     "created",
@@ -37,7 +40,9 @@ RUN_COLUMNS = [
 ]
 
 
-def index_page(site: Site, axes: list[AxisResult]) -> None:
+def index_page(site: Site, axes: list[AxisResult], checked: list[tuple[Claim, ClaimCheck]]) -> None:
+    """The front page: a panel per comparison (with the claims on its topic: ``checked``), the
+    runs grouped by machine and versions, and the other pages."""
     machines = sorted({r.machine for r in site.runs})
     sources = sorted({r.source for r in site.runs})
     body = [
@@ -59,7 +64,7 @@ def index_page(site: Site, axes: list[AxisResult]) -> None:
             "), the decided ratios, the machine, and what published claims say.",
             cls="note",
         ),
-        panels.panels(site, axes),
+        panels.panels(site, axes, checked),
     ]
     body += [
         el("h2", "Runs"),
@@ -76,26 +81,11 @@ def index_page(site: Site, axes: list[AxisResult]) -> None:
     site.write("index.html", "dsbench results", join(body))
 
 
-def _group_key(run: Run, machine: str) -> tuple[str, ...]:
-    f = run.fields
-    return (
-        machine,
-        f.get("profile") or "-",
-        backend_name(run),
-        f.get("python") or "-",
-        f.get("deepspeed") or "not installed",
-    )
-
-
 def run_tables(site: Site) -> list[Html]:
     """Per group of runs (machine, profile, backend, Python, DeepSpeed) a heading and a table of
     its runs, newest first."""
-    grouped: dict[tuple[str, ...], list[Run]] = {}
-    machines = machine_labels(site.runs)  # a folder of two machines' runs: two groups
-    for run in site.runs:
-        grouped.setdefault(_group_key(run, machines[id(run)]), []).append(run)
     body = []
-    for (machine, profile, backend, python, ds), members in sorted(grouped.items()):
+    for (machine, profile, backend, python, ds), members in run_groups(site.runs):
         body.append(
             el(
                 "h3",
@@ -172,7 +162,7 @@ def comparison_list(axes: list[AxisResult], depth: int) -> Html:
         if r.has_data:
             groups = el(
                 "ul",
-                *(el("li", p.group, ": ", comparisons.finding(a, p)) for p in r.pairings),
+                *(el("li", p.group, ": ", finding(a, p)) for p in r.pairings),
                 cls="plain",
             )
             items.append(el("li", link("../" * depth + f"compare/{a.slug}.html", a.title), groups))
@@ -212,7 +202,7 @@ def asv_note(site: Site, depth: int) -> Html:
 
 
 def comparisons_page(site: Site, axes: list[AxisResult]) -> None:
-    f = comparisons.FACTOR
+    f = FACTOR
     body = [
         el(
             "p",

@@ -1,5 +1,5 @@
 """The claim dataclasses (one claim, its two sides, how dsbench measures it) and the constants
-of the claim file format (see :mod:`dsbench.publish.claims`)."""
+of the claim file format (see :mod:`dsbench.publish.data.claims`)."""
 
 from __future__ import annotations
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING
 
-from dsbench import compare
 from dsbench.publish import plots
-from dsbench.publish.facts import ci, finite, peak_share, short_run, side_row
+from dsbench.publish.data.facts import ci, finite, short_run, side_row
+from dsbench.publish.data.pairings import peak_shares, relative_values, run_ratios
 from dsbench.publish.html import Html, el
 from dsbench.records import HIGHER, LOWER
 
 if TYPE_CHECKING:
-    from dsbench.publish.comparisons import AxisResult, Pairing
+    from dsbench.publish.data.pairings import AxisResult, Pairing
     from dsbench.publish.site import Site
 
 MAX_BARS = 40
@@ -131,11 +131,7 @@ def _values_figure(
 
 def _peak_share_figure(site: Site, p: Pairing, names: tuple[str, str], depth: int) -> Html | None:
     """Grouped bars of each side's % of peak, or None when no case has one."""
-    share_rows = []
-    for r in p.report.rows:
-        b, c = peak_share(side_row(p.baseline, r.id)), peak_share(side_row(p.contender, r.id))
-        if b or c:
-            share_rows.append((r.id, b, c))
+    share_rows = peak_shares(p)
     if not share_rows:
         return None
     shown = share_rows[:MAX_BARS]
@@ -181,22 +177,12 @@ def comparison_history(result: AxisResult, p: Pairing):
     labels = plots.short_labels(ids)
     x = [short_run(r) for r in p.runs]
     if result.param:
-        ratios: dict[str, list[float | None]] = {i: [] for i in ids}
-        for run in p.runs:
-            base, cont, _ = compare.pick_runs([run], result.axis.baseline, result.axis.contender)
-            rows = {r.id: r for r in compare.compare_rows(base.rows, cont.rows, unit="round")}
-            for i in ids:
-                ratios[i].append(finite(rows[i].ratio) if i in rows else None)
+        ratios = run_ratios(result, p, ids)
         series = [plots.Series(lab, ratios[i]) for lab, i in zip(labels, ids, strict=True)]
         ylabel, what = "contender / baseline", "the contender/baseline ratio in each run"
     else:
-        series = []
-        for lab, i in zip(labels, ids, strict=True):
-            vals = [
-                finite(r.rows[i].value) if i in r.rows and r.rows[i].ok else None for r in p.runs
-            ]
-            first = next((v for v in vals if v), None)
-            series.append(plots.Series(lab, [v / first if v and first else None for v in vals]))
+        relative = relative_values(p, ids)
+        series = [plots.Series(lab, relative[i]) for lab, i in zip(labels, ids, strict=True)]
         ylabel, what = "relative to the first run", "each value relative to the first run"
     which = "hold both sides" if result.param else "match either side"
     more = f" The first {len(ids)} of {len(paired)} benchmarks." if len(paired) > len(ids) else ""

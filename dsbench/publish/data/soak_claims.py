@@ -1,22 +1,22 @@
-"""The claims page's stability table: each claim whose mapping has a ``soak`` part
-(:class:`dsbench.publish.claims.SoakSpec`) beside what every matching soak measured.
-
-The table opens with a sentence saying what was run and what was claimed, and decides nothing: a
-soak of minutes on a CPU is not a 72-hour run on GPUs, so no claim is called consistent or
-contradicted by it. Where no soak matches a claim it says "not measured", and why, beside the
-command that would measure it.
+"""What a soak shows for a claim whose mapping has a ``soak`` part
+(:class:`dsbench.publish.data.claims.SoakSpec`): which soaks match it, what each measured in
+words (a value, the range of a memory series, the drift verdicts, the steps trained, the
+failures nobody injected), which side of the claim a soak ran, and the command that would
+measure it. It decides nothing (the table: :mod:`dsbench.publish.pages.stability_claims`).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from dsbench.publish.facts import finite, prose
-from dsbench.publish.html import Html, el, join, link, num, table
-from dsbench.publish.soaks import (
+from dsbench.publish.data.facts import finite, num
+from dsbench.publish.data.soaks import (
+    FAULT_COMMAND,
     NAMES,
+    SOAK_COMMAND,
     STEP_ROW,
     SoakFile,
     as_dict,
@@ -24,17 +24,14 @@ from dsbench.publish.soaks import (
     as_list,
     duration,
     fits,
-    machine_text,
+    interval_text,
     rank_of,
     short_text,
-    soak_files,
 )
-from dsbench.publish.stability import FAULT_COMMAND, PAGE, SOAK_COMMAND, interval_text
 from dsbench.records import Row, value_or
 
 if TYPE_CHECKING:
-    from dsbench.publish.claims import Claim, SoakSpec
-    from dsbench.publish.site import Site
+    from dsbench.publish.data.claims import Claim, SoakSpec
 
 
 def matches(soak: SoakFile, spec: SoakSpec) -> bool:
@@ -170,95 +167,42 @@ def to_measure(claim: Claim) -> str:
     return soak
 
 
-def scale_sentence(soaks: Sequence[SoakFile], claims: Sequence[Claim]) -> Html:
-    """What was run beside what was claimed, plainly."""
-    claimed: list[str] = []
-    for c in claims:
-        sc = c.scenario
-        text = f"{sc.get('config', 'length not stated')} (hardware: {sc.get('hardware', '?')})"
-        claimed += [text] if text not in claimed else []
-    measured = "nothing: no soak result"
-    if soaks:
-        steps = sorted({s for x in soaks if (s := x.steps_trained()) is not None})
-        span = f"{steps[0]:,}" if steps else "?"
-        span += f" to {steps[-1]:,}" if len(steps) > 1 else ""
-        secs = sum(x.training_seconds() or 0.0 for x in soaks)
-        machines = "; ".join(sorted({machine_text(x.run) for x in soaks}))
-        measured = f"{len(soaks)} soak(s) of {span} steps, {duration(secs)} of training in all, "
-        measured += f"on {machines}"
-    return el(
-        "p", el("strong", "Measured: "), measured, ". ", el("strong", "Claimed: "),
-        "; ".join(claimed), ". These are not the same runs: each soak line says what dsbench "
-        "saw in the run it names, at that scale. A soak of minutes cannot give a failure rate "
-        "over 72 hours and a CPU has no device memory, so nothing here calls a claim "
-        "consistent or contradicted.",
-    )  # fmt: skip
+@dataclass(frozen=True)
+class SoakLine:
+    """What one soak shows for a claim: ``DeepSpeed 0.18.4 · ZeRO-3 ... (the claim's v0.18.4
+    side): 100.0% of restarts continued bit for bit (2 of 2)``."""
+
+    soak: SoakFile
+    side: str
+    """:func:`side_of`: the claim's side the soak ran, or ``""``."""
+    text: str
+    """:func:`measured_text`."""
+
+    def __str__(self) -> str:
+        return f"{short_text(self.soak)}{self.side}: {self.text}"
 
 
-def not_measured(spec: SoakSpec, soaks: Sequence[SoakFile]) -> Html:
+def soak_lines(claim: Claim, soaks: Sequence[SoakFile]) -> list[SoakLine]:
+    """What each soak that fits the claim's ``soak`` mapping shows for it (none: not measured,
+    :func:`not_measured_why`)."""
+    spec = claim.dsbench.soak
+    assert spec is not None
+    return [
+        SoakLine(soak, side_of(claim, soak), text)
+        for soak in soaks
+        if matches(soak, spec) and (text := measured_text(soak, spec)) is not None
+    ]
+
+
+def not_measured_why(spec: SoakSpec, soaks: Sequence[SoakFile]) -> str:
     """Why no soak has anything for the claim."""
     pattern = ", ".join(f"{k}={v}" for k, v in spec.params.items())
     matching = [s for s in soaks if matches(s, spec)]
     if not soaks:
-        why = "no soak result"
-    elif not matching:
-        why = f"no soak result with {pattern}"
-    elif spec.rows:
-        why = f"the soak(s){f' with {pattern}' if pattern else ''} have no {' or '.join(spec.rows)}"
-    else:
-        why = "the soak(s) recorded no launches"
-    return el("div", el("strong", "not measured"), f": {why}")
-
-
-def claim_cells(claim: Claim, soaks: Sequence[SoakFile]) -> tuple[list[Any], bool]:
-    """The claim's row, and whether any soak measured something for it."""
-    spec = claim.dsbench.soak
-    assert spec is not None
-    lines = []
-    for soak in (s for s in soaks if matches(s, spec)):
-        if (text := measured_text(soak, spec)) is not None:
-            name = link(f"{PAGE}#{soak.anchor}", short_text(soak))
-            lines.append(el("div", name, side_of(claim, soak), ": ", text))
-    measured = bool(lines)
-    lines = lines or [not_measured(spec, soaks)]
-    if spec.note:
-        lines.append(el("div", spec.note, cls="muted"))
-    label: Any = claim.label
-    if claim.label_en:
-        label = join([label, el("br"), el("span", claim.label_en, cls="muted")])
-    section = claim.scenario.get("section") or claim.source["section"]
-    claimed = f"claimed: {claim.scenario.get('config', '-')}; {claim.source['file']}, {section}"
-    cells = [
-        join([label, el("div", claimed, cls="muted")]),
-        f"{claim.metric} ({claim.unit})",
-        join([claim.baseline.label, ": ", claim.baseline.text or "-"]),
-        join([claim.contender.label, ": ", claim.contender.text or "-"]),
-        join(lines),
-        el("code", to_measure(claim)),
-    ]
-    return cells, measured
-
-
-HEAD = ["claim", "metric", "claimed (baseline)", "claimed (contender)",
-        "measured by dsbench soak", "to measure it"]  # fmt: skip
-
-
-def claims_table(site: Site, claims: Sequence[Claim]) -> list[Html]:
-    """The stability claims beside the soaks (nothing when no claim maps to a soak)."""
-    chosen = [c for c in claims if c.dsbench.soak is not None]
-    if not chosen:
-        return []
-    soaks = soak_files(site.runs)
-    rows, classes = [], []
-    for claim in chosen:
-        cells, measured = claim_cells(claim, soaks)
-        rows.append(cells)
-        classes.append(None if measured else "missing")
-    return [
-        el("h2", "Stability: the claims beside dsbench soak", id="stability"),
-        scale_sentence(soaks, chosen),
-        el("p", "Each soak is described on the ", link(PAGE, "stability page"), " (curves, "
-           "drift, faults). ", prose("`dsbench soak` and `dsbench ab --soak` make more."),
-           cls="note"),
-        table(HEAD, rows, row_classes=classes, cls="verdicts"),
-    ]  # fmt: skip
+        return "no soak result"
+    if not matching:
+        return f"no soak result with {pattern}"
+    if spec.rows:
+        which = f" with {pattern}" if pattern else ""
+        return f"the soak(s){which} have no {' or '.join(spec.rows)}"
+    return "the soak(s) recorded no launches"

@@ -1,79 +1,42 @@
-"""The index's panels: one card per comparison (:mod:`dsbench.publish.comparisons`) that
+"""The index's panels: one card per comparison (:mod:`dsbench.publish.pages.comparisons`) that
 answers its question at a glance: the verdict counts, a small forest plot of the decided ratios
 with their 99% intervals, the machine, the published claims about the same question with their
 verdicts, and a link to the detail page; for a comparison without data, what to run, once."""
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from dsbench import compare, hardware, results
-from dsbench.publish import comparisons, plots
-from dsbench.publish.comparisons import AxisResult
-from dsbench.publish.facts import finite, prose
+from dsbench import results
+from dsbench.publish import plots
+from dsbench.publish.data.axes import FACTOR
+from dsbench.publish.data.pairings import AxisResult
+from dsbench.publish.data.panels import (
+    VERDICTS,
+    claims_on,
+    decided_cases,
+    machines,
+    verdict_counts,
+)
 from dsbench.publish.html import Html, el, join, link
+from dsbench.publish.pages.cells import prose
+from dsbench.publish.pages.comparisons import finding
 from dsbench.records import HIGHER, LOWER, ClaimCheck
 
 if TYPE_CHECKING:
-    from dsbench.publish.claims import Claim
+    from dsbench.publish.data.claims import Claim
     from dsbench.publish.site import Site
 
-VERDICTS = ("better", "worse", "unchanged", "inconclusive")
-DECIDED = ("better", "worse", "unchanged")
-MAX_CASES = 16
-"""Rows of a panel's forest plot: the decided cases with the largest changes."""
 MAX_CLAIMS = 4
 """Claims listed on a panel; the claims page has them all."""
-TOPIC_WORDS = {
-    "backend": ("CUDA", "ROCm", "NCCL", "RCCL"),
-    "python": ("Python",),
-    "deepspeed": ("DeepSpeed", "v0.18"),
-}
-"""Words in a claim's side labels that put it on a panel (the article's labels name what
-changed even where its dsbench selectors compare one thing at a time)."""
 
 
-def topic(selector: str) -> str:
-    """The run field or parameter an axis selector varies (``python=3.11`` -> ``python``)."""
-    return selector.partition("=")[0]
-
-
-def claim_topics(claim: Claim) -> set[str]:
-    """The axes' topics (:func:`topic`) a claim speaks to: the keys of its dsbench selectors
-    (a bare version is DeepSpeed's; two profiles of different backends are CUDA vs ROCm), and
-    the topics its side labels name."""
-    m, found = claim.dsbench, set()
-    sels = [s for s in (m.baseline, m.contender) if s]
-    for sel in sels:
-        key, sep, _ = sel.partition("=")
-        found.add(key if sep else "deepspeed" if sel[:1].isdigit() else "label")
-    if all(topic(s) == "profile" for s in sels) and len(sels) == 2:
-        profiles = hardware.load_profiles()
-        backends = {getattr(profiles.get(s.partition("=")[2]), "backend", None) for s in sels}
-        if len(backends) == 2:
-            found.add("backend")
-    labels = f"{claim.baseline.label} {claim.contender.label}"
-    found |= {t for t, words in TOPIC_WORDS.items() if any(w in labels for w in words)}
-    return found
-
-
-def panels(site: Site, axes: list[AxisResult]) -> Html:
+def panels(site: Site, axes: list[AxisResult], checked: list[tuple[Claim, ClaimCheck]]) -> Html:
     """The grid of panels, one per axis; each with the published claims on its topic (an A/B's
-    own axis, :func:`dsbench.publish.comparisons.ab_axes`: on its two sides)."""
-    checked = site.claim_checks
-    cards = []
-    for r in axes:
-        a = r.axis
-        if a.found:  # an A/B's own axis: only claims about these very two sides
-            sides = {a.baseline, a.contender}
-            own = [(c, row) for c, row in checked
-                   if {c.dsbench.baseline, c.dsbench.contender} == sides]  # fmt: skip
-        else:
-            own = [(c, row) for c, row in checked if topic(a.baseline) in claim_topics(c)]
-        cards.append(panel(site, r, own))
+    own axis, :func:`dsbench.publish.data.axes.ab_axes`: on its two sides)."""
+    cards = [panel(site, r, claims_on(r, checked)) for r in axes]
     return el("div", *cards, cls="panels")
 
 
@@ -87,15 +50,12 @@ def panel(site: Site, result: AxisResult, claims: list[tuple[Claim, ClaimCheck]]
             el("p", el("strong", "No data yet."), " To get it, ", prose(a.how), ".", cls="note"),
         ]
     else:
-        counts: Counter[str] = Counter()
-        for p in result.pairings:
-            counts.update({v: p.report.counts[v] for v in VERDICTS})
-        parts.append(counts_badges(counts))
+        parts.append(counts_badges(verdict_counts(result)))
         parts.append(el("p", "Machine: ", machines(result), cls="note"))
         if (chart := headline_figure(site, result)) is not None:
             parts.append(chart)
         parts.append(el("ul", *(el("li", el("strong", p.group), ": ",
-                                       comparisons.finding(a, p)) for p in result.pairings),
+                                       finding(a, p)) for p in result.pairings),
                         cls="plain"))  # fmt: skip
         parts.append(el("p", link(href, "Every case, the charts and the runs →")))
     parts.append(claims_block(claims))
@@ -108,29 +68,12 @@ def counts_badges(counts: Counter[str]) -> Html:
                      for v in VERDICTS), cls="counts")  # fmt: skip
 
 
-def machines(result: AxisResult) -> str:
-    """The machines of the compared runs, each with its device (or CPU)."""
-    seen: dict[str, str] = {}
-    for p in result.pairings:
-        for run in (p.baseline.run, p.contender.run):
-            f = run.fields
-            seen.setdefault(run.machine, str(f.get("device") or f.get("cpu") or "-"))
-    return "; ".join(f"{m} ({d})" for m, d in seen.items())
-
-
 def headline_figure(site: Site, result: AxisResult) -> Html | None:
     """A forest plot of the decided cases' ratios with their 99% intervals (the largest
     changes when there are many), or None when nothing is decided."""
-    rows: list[tuple[str, compare.ComparedRow]] = [
-        (p.group, r)
-        for p in result.pairings
-        for r in p.report.rows
-        if r.change in DECIDED and finite(r.ratio) and r.ratio > 0
-    ]
-    if not rows:
+    shown, total = decided_cases(result)
+    if not shown:
         return None
-    rows.sort(key=lambda gr: -abs(math.log(gr[1].ratio)))
-    shown = rows[:MAX_CASES]
     labels = plots.case_labels([r.id for _, r in shown])
     several = len({g for g, _ in shown}) > 1
     arrow = {HIGHER: " ↑", LOWER: " ↓"}
@@ -144,13 +87,13 @@ def headline_figure(site: Site, result: AxisResult) -> Html | None:
         )
         for lab, (g, r) in zip(labels, shown, strict=True)
     ]
-    more = f" The {len(shown)} largest changes of {len(rows)}." if len(rows) > len(shown) else ""
+    more = f" The {len(shown)} largest changes of {total}." if total > len(shown) else ""
     return site.figure(
-        partial(plots.ratio_chart, cases, factor=comparisons.FACTOR, width=5.5, legend=False),
+        partial(plots.ratio_chart, cases, factor=FACTOR, width=5.5, legend=False),
         depth=0,
         alt=f"{result.axis.title}: decided ratios with their 99% intervals",
         caption=f"Decided cases: contender / baseline with its 99% interval; shaded: within "
-        f"×{comparisons.FACTOR:g} (unchanged). Green better, red worse, dark unchanged.{more}",
+        f"×{FACTOR:g} (unchanged). Green better, red worse, dark unchanged.{more}",
     )
 
 

@@ -1,13 +1,11 @@
 """Small facts about runs and rows that several pages show (names, dates, confidence intervals,
-% of peak, headline numbers)."""
+% of peak, headline numbers, numbers as a table prints them); text only, no markup."""
 
 from __future__ import annotations
 
 import math
 from typing import TYPE_CHECKING, Any
 
-from dsbench import hardware
-from dsbench.publish.html import Html, el, join, num, pct, render_value
 from dsbench.records import HIGHER, MetricValue, Peak, Row, fingerprint, value_or
 from dsbench.results import Run
 
@@ -66,6 +64,24 @@ def machine_labels(runs: list[Run]) -> dict[int, str]:
     return labels
 
 
+def run_groups(runs: list[Run]) -> list[tuple[tuple[str, str, str, str, str], list[Run]]]:
+    """The runs grouped by (machine, profile, backend, Python, DeepSpeed), sorted, each group's
+    runs in their order; a folder of two machines' runs is two groups (:func:`machine_labels`)."""
+    grouped: dict[tuple[str, str, str, str, str], list[Run]] = {}
+    machines = machine_labels(runs)
+    for run in runs:
+        f = run.fields
+        key = (
+            machines[id(run)],
+            f.get("profile") or "-",
+            backend_name(run),
+            f.get("python") or "-",
+            f.get("deepspeed") or "not installed",
+        )
+        grouped.setdefault(key, []).append(run)
+    return sorted(grouped.items())
+
+
 def side_row(side: Side, key: str) -> Row | None:
     """Row ``key`` of a comparison side; None if absent."""
     return side.rows.get(key)
@@ -107,29 +123,6 @@ def at_ceiling(value: float | None, interval: list[float] | None) -> bool:
     return value is not None and value > 100.0 and bool(interval) and interval[0] <= 100.0
 
 
-def share_html(value: float | None, measured: bool | None, title: str = "",
-               interval: list[float] | None = None) -> Html:  # fmt: skip
-    """A % of peak for a page: ``97.2%``; one above 100% whose ``interval`` reaches 100%
-    ``~100%`` (the point estimate in its tooltip); otherwise above 100% never bare: flagged
-    (``over`` class) with a mark and, in the tooltip and the text, why a share can exceed the
-    peak."""
-    if value is None:
-        return Html("-")
-    if value <= 100.0:
-        return el("span", pct(value), title=title or None)
-    if at_ceiling(value, interval):
-        why = f"{pct(value)}, 99% interval reaching 100%: at the ceiling. {title}".strip()
-        return el("span", "~100%", el("span", " at the ceiling", cls="muted"), title=why)
-    note = hardware.over_peak_note(measured)
-    return el(
-        "span",
-        f"{pct(value)} ⚠",
-        el("span", f" above the {'measured' if measured else 'datasheet'} peak", cls="muted"),
-        cls="over",
-        title=f"{note}. {title}".strip(),
-    )
-
-
 def headlines(run: Run) -> list[str]:
     """Per benchmark name, its best ok row: ``gemm 0.395 TFLOP/s (95.1% of peak)``; a share
     above 100% says so: ``(105.5% of the measured peak: above it)``."""
@@ -164,20 +157,23 @@ def status_counts(run: Run) -> str:
     return ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
 
 
-def prose(text: str) -> Html:
-    """Text written here with `commands` in backticks: the commands as ``<code>``."""
-    parts = text.split("`")
-    return join(el("code", p) if i % 2 else p for i, p in enumerate(parts))
-
-
 def when(iso: str) -> str:
     """``2026-11-30T20:55:18+00:00`` -> ``2026-11-30 20:55``: the table's date column."""
     return iso[:16].replace("T", " ") if len(iso) >= 16 and iso[10:11] == "T" else iso
 
 
-def cell(value: Any) -> Any:
-    if isinstance(value, float):
-        return value if math.isfinite(value) else "-"
-    if isinstance(value, dict | list):
-        return render_value(value)
-    return value
+def num(value: float | int | None, digits: int = 4) -> str:
+    """A number for a table: 4 significant digits, ``-`` for missing or non-finite."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return str(value)
+    if not math.isfinite(value):
+        return "-"
+    return f"{value:.{digits}g}"
+
+
+def pct(value: float | None) -> str:
+    return "-" if value is None or not math.isfinite(value) else f"{value:.1f}%"

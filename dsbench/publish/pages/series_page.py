@@ -10,6 +10,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from dsbench.publish import plots
+from dsbench.publish.data.series import sweeps
 from dsbench.publish.html import el, join, link, table
 from dsbench.stats import judge
 
@@ -22,15 +23,6 @@ PAGE = "releases.html"
 MAX_CHARTS = 12
 """Charts a sweep draws at most (its table lists every case)."""
 COMMAND = "dsbench sweep --axis deepspeed=0.17.2,0.18.3..0.18.9 --suite training"
-
-
-def sweeps(runs: list[Run]) -> dict[str, list[Run]]:
-    """The runs of each sweep, by sweep id, newest sweep first."""
-    out: dict[str, list[Run]] = {}
-    for run in runs:
-        if run.sweep is not None and run.sweep.id:
-            out.setdefault(run.sweep.id, []).append(run)
-    return dict(sorted(out.items(), reverse=True))
 
 
 def _value(spec: str) -> str:

@@ -4,7 +4,7 @@ A claim file is TOML in ``results/claims/`` — one published table (or list) pe
 format of [Note: the claim file format]. It is never a result: the results loader skips the
 folder, and nothing here turns a claim into a measurement. :func:`check` sets each claim beside
 what dsbench *measured* (result files, through :mod:`dsbench.compare`'s selectors) or, failing
-that, *modelled* (:mod:`dsbench.publish.modelled`), or says which command would measure it.
+that, *modelled* (:mod:`dsbench.publish.data.modelled`), or says which command would measure it.
 
 A ``soak`` mapping puts the claim in the stability table (:mod:`.stability_claims`)
 beside what each matching soak measured: a row's value (``value``), the ± half-range of a memory
@@ -18,12 +18,14 @@ loses. ``claimed_ratio`` defaults to contender / baseline when both values are p
 The parts: :mod:`.data` (the claim dataclasses and the format's constants), :mod:`.load`
 (reading and validating claim files: :func:`load_claims`, :func:`load_claim_file`) and
 :mod:`.verdicts` (checking claims against measured and modelled numbers: see the Note
-there, [Note: claims and verdicts]).
+there, [Note: claims and verdicts]); :mod:`.checked`: a results folder's claims, each beside
+its check (:func:`check_folder`).
 """
 
-from dsbench.publish.claims import data, load, verdicts
-from dsbench.publish.claims.data import *  # noqa: F403  (re-exported)
-from dsbench.publish.claims.load import *  # noqa: F403
-from dsbench.publish.claims.verdicts import *  # noqa: F403
+from dsbench.publish.data.claims import checked, data, load, verdicts
+from dsbench.publish.data.claims.checked import *  # noqa: F403
+from dsbench.publish.data.claims.data import *  # noqa: F403  (re-exported)
+from dsbench.publish.data.claims.load import *  # noqa: F403
+from dsbench.publish.data.claims.verdicts import *  # noqa: F403
 
-__all__ = [*data.__all__, *load.__all__, *verdicts.__all__]
+__all__ = [*data.__all__, *load.__all__, *verdicts.__all__, *checked.__all__]

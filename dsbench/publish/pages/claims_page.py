@@ -1,6 +1,6 @@
 """``claims.html``: each claim file's table, what was claimed beside what dsbench measured or
 modelled (said which), the verdict and the commands that would measure it; the stability claims
-beside the soaks (:mod:`dsbench.publish.stability_claims`). A claim is never treated as a
+beside the soaks (:mod:`dsbench.publish.pages.stability_claims`). A claim is never treated as a
 result."""
 
 from __future__ import annotations
@@ -8,9 +8,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from dsbench import results
-from dsbench.publish import claims, stability_claims
-from dsbench.publish.facts import cell, finite
+from dsbench.publish.data import claims
+from dsbench.publish.data.facts import finite
 from dsbench.publish.html import Html, details, el, join, render_value, table, warn_list
+from dsbench.publish.pages import stability_claims
+from dsbench.publish.pages.cells import cell
 from dsbench.records import HIGHER, LOWER, ClaimCheck, value_or
 
 if TYPE_CHECKING:
@@ -21,23 +23,15 @@ if TYPE_CHECKING:
 CLAIM_CLASSES = {"consistent": "consistent", "contradicted": "contradicted"}
 
 
-def claims_page(site: Site) -> None:
+def claims_page(site: Site, checked: claims.CheckedClaims) -> None:
     """Each claim file's table: what was claimed, what dsbench measured or modelled (said
     which), the verdict and the commands that would measure it."""
-    folder = site.results_root / results.CLAIMS_DIR
+    folder = checked.folder
     body: list[Any] = _intro(folder)
-    problems: list[str] = []
-
-    def note(msg: str) -> None:
-        problems.append(msg)
-        site.warn(msg)
-
-    loaded = claims.load_claims(folder, warn=note) if folder.is_dir() else []
-    if problems:
-        body.append(warn_list("Claim files skipped:", problems))
-    body += stability_claims.claims_table(site, loaded)
-    rows = claims.check(loaded, site.runs) if loaded else []
-    site.claim_checks = list(zip(loaded, rows, strict=True))
+    if checked.problems:
+        body.append(warn_list("Claim files skipped:", checked.problems))
+    body += stability_claims.claims_table(site, checked.claims)
+    rows = checked.checks
     if not rows:
         body.append(el("p", f"No claims to check: add claim files under {folder}.", cls="note"))
     body += _source_tables(rows)

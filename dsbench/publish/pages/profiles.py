@@ -1,17 +1,19 @@
 """The hardware-profile pages: benchmark families × profiles (modelled floors beside measured
-values, from :mod:`dsbench.publish.modelled`; every case in ``cross-profile.csv``) and a roofline
-page per profile with the measured kernels."""
+values, from :mod:`dsbench.publish.data.modelled`; every case in ``cross-profile.csv``) and a
+roofline page per profile with the measured kernels."""
 
 from __future__ import annotations
 
-import re
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from dsbench import hardware, results
-from dsbench.publish import modelled, plots
-from dsbench.publish.facts import finite, share_html
-from dsbench.publish.html import Html, breakable, el, join, link, num, table
+from dsbench.publish import plots
+from dsbench.publish.data import modelled
+from dsbench.publish.data.facts import finite, num
+from dsbench.publish.data.families import families, measured_rows, profiles_of
+from dsbench.publish.html import Html, breakable, el, join, link, table
+from dsbench.publish.pages.cells import share_html
 
 if TYPE_CHECKING:
     from dsbench.publish.site import Site
@@ -164,50 +166,21 @@ def _points_table(points: list[dict]) -> Html:
     )
 
 
-def _profiles_of(df) -> list[str]:
-    return [p for p in dict.fromkeys(df.columns.get_level_values(0))
-            if p not in ("case", "counted work")]  # fmt: skip
-
-
-def measured_rows(df):
-    """The cases measured on at least one of the table's profiles."""
-    cols = [(p, "measured value") for p in _profiles_of(df)]
-    return df[df[cols].notna().any(axis=1)] if cols else df.iloc[:0]
-
-
-def _span(values) -> str:
-    """``412`` or ``412 – 1555`` (the smallest and largest of the finite values)."""
-    vals = [v for v in (finite(x) for x in values) if v is not None]
-    if not vals:
-        return "-"
-    lo, hi = min(vals), max(vals)
-    return num(lo) if num(lo) == num(hi) else f"{num(lo)} – {num(hi)}"
-
-
 def matrix_html(df) -> Html:
-    """Benchmark families (benchmark, metric, unit) × profiles: per cell the range of the
-    modelled floors over the family's cases and what limits them, and where measured, the
-    measured values and their efficiency; families nothing models or measures in one line."""
-    profiles = _profiles_of(df)
-    head = ["family", "metric", "unit", "cases", *profiles]
-    rows, bare = [], []
-    keys = [("case", "benchmark"), ("case", "metric"), ("case", "unit")]
-    for (bench, metric, unit), g in df.groupby(keys, sort=False):
-        floors = {p: g[(p, "modelled floor value")] for p in profiles}
-        seen = {p: g[(p, "measured value")].dropna() for p in profiles}
-        if all(_span(f) == "-" for f in floors.values()) and not any(map(len, seen.values())):
-            bare.append(str(bench))
-            continue
-        cells: list[Any] = [el("strong", bench), metric, unit, len(g)]
-        for p in profiles:
-            limits = ", ".join(sorted({re.sub(r"compute \((\w+)\)", r"\1", str(x))
-                                       for x in g[(p, "modelled limit")].dropna()}))  # fmt: skip
-            parts: list[Any] = [el("span", _span(floors[p]), cls="modelled"), el("br"),
-                                el("span", limits, cls="muted")]  # fmt: skip
-            if len(seen[p]):
-                eff = g[(p, "measured efficiency")].dropna() * 100
-                parts += [el("br"), f"measured {_span(seen[p])} ({len(seen[p])}), ",
-                          f"{_span(eff)}%"]  # fmt: skip
+    """Benchmark families × profiles (:func:`dsbench.publish.data.families.families`): per cell
+    the range of the modelled floors and what limits them, and where measured, the measured
+    values and their efficiency; families nothing models or measures in one line."""
+    found, bare = families(df)
+    head = ["family", "metric", "unit", "cases", *profiles_of(df)]
+    rows = []
+    for f in found:
+        cells: list[Any] = [el("strong", f.benchmark), f.metric, f.unit, f.cases]
+        for c in f.cells.values():
+            parts: list[Any] = [el("span", c.floors, cls="modelled"), el("br"),
+                                el("span", c.limits, cls="muted")]  # fmt: skip
+            if c.measured:
+                parts += [el("br"), f"measured {c.measured_span} ({c.measured}), ",
+                          f"{c.efficiency}%"]  # fmt: skip
             cells.append(join(parts))
         rows.append(cells)
     out = [table(head, rows, cls="matrix")]
@@ -220,11 +193,7 @@ def matrix_html(df) -> Html:
 def cross_table_html(df) -> Html:
     """The cross-profile DataFrame as a readable table: per profile the modelled floor (italic,
     its basis as a tooltip), the measured value and the efficiency; case columns first."""
-    profiles = [
-        p
-        for p in dict.fromkeys(df.columns.get_level_values(0))
-        if p not in ("case", "counted work")
-    ]
+    profiles = profiles_of(df)
     head1 = el(
         "tr",
         el("th", "benchmark", rowspan=2),

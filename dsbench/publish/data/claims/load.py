@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from dsbench.errors import UsageError, choices_message
-from dsbench.publish.claims.data import (
+from dsbench.publish.data.claims.data import (
     DIRECTIONS,
     FIELDS,
     FORMS,
