@@ -14,7 +14,14 @@ The public names are re-exported here, so ``from dsbench.stats import judge`` is
 """
 
 from dsbench.stats.drift import DRIFT_BATCHES, DRIFT_VERDICTS, Trend, drift_verdict, trend
-from dsbench.stats.intervals import Summary, geometric_ci, median_ci, quantile_ci, summarize
+from dsbench.stats.intervals import (
+    Summary,
+    geomean,
+    geometric_ci,
+    median_ci,
+    quantile_ci,
+    summarize,
+)
 from dsbench.stats.judge import (
     BOOTSTRAP_MIN_ROUNDS,
     BOOTSTRAP_RESAMPLES,
@@ -50,6 +57,7 @@ __all__ = [
     "centre",
     "decide",
     "drift_verdict",
+    "geomean",
     "geometric_ci",
     "judge",
     "judge_paired",

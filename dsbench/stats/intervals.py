@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from math import exp
+from math import exp, log
 
 import numpy as np
 from scipy import special as _sp  # docs/decisions.md, "scipy.special, not scipy.stats"
@@ -111,3 +111,8 @@ def geometric_ci(values: Sequence[float], level: float = 0.99) -> tuple[float, f
     half = float(_sp.stdtrit(n - 1, 1 - (1 - level) / 2)) * float(np.std(logs, ddof=1)) / np.sqrt(n)
     mid = float(np.mean(logs))
     return exp(mid - half), exp(mid + half)
+
+
+def geomean(values: Sequence[float]) -> float:
+    """The geometric mean of positive ``values``."""
+    return exp(sum(log(v) for v in values) / len(values))

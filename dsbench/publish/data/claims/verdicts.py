@@ -49,6 +49,7 @@ from dsbench.publish.data.claims.load import _all_param_keys, selector_problem
 from dsbench.records import HIGHER, LOWER, ClaimCheck, MetricValue, Row, value_or
 from dsbench.records.values import is_number
 from dsbench.results import Run
+from dsbench.stats import geomean
 
 __all__ = [
     "AB_KEYS",
@@ -160,10 +161,6 @@ def _selected_keys(claim: Claim, keys: frozenset[str]) -> set[str]:
         if sel.param and sel.key:
             out.add(sel.key)
     return out
-
-
-def _geomean(values: Sequence[float]) -> float:
-    return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
 def _metric_direction(row: Row, metric: str) -> str | None:
@@ -289,9 +286,9 @@ def _measured(claim: Claim, runs: Sequence[Run], factor: float = FACTOR) -> dict
     bounded = positive and all(p["low"] is not None and p["low"] > 0 for p in pairs)
     why = pairings.most_common_reason(whys[p["id"]] for p in pairs if p["low"] is None)
     return {
-        "ratio": _geomean(ratios) if positive else sum(ratios) / len(ratios),
-        "low": _geomean([p["low"] for p in pairs]) if bounded else None,
-        "high": _geomean([p["high"] for p in pairs]) if bounded else None,
+        "ratio": geomean(ratios) if positive else sum(ratios) / len(ratios),
+        "low": geomean([p["low"] for p in pairs]) if bounded else None,
+        "high": geomean([p["high"] for p in pairs]) if bounded else None,
         "level": LEVEL,
         "case_level": level,
         "why_no_interval": None if bounded else (why[0] if why else "a ratio is not positive"),
