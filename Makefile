@@ -74,7 +74,8 @@ run: $(STAMP)
 # rehearsal, each mostly one process, run side by side on two cores, their logs printed after):
 # a failure in one does not hide the others' results (the last line reports each; make fails if
 # any failed). pytest prints its 25 slowest tests.
-# hipcc (HIP compile checks) and Chromium (the pages in a browser) need root to install. Outside
+# hipcc (HIP compile checks), Chromium (the pages in a browser) and Slurm with MUNGE (a two-node
+# cluster on localhost, tests/_slurm_cluster.py) need root to install. Outside
 # CI a machine that cannot install them runs the rest, and those tests skip saying why; with $CI
 # set (.ci/run sets it) they are required.
 # A test (its fixtures included) that runs past TEST_TIMEOUT seconds fails with every thread's
@@ -88,6 +89,8 @@ test: $(STAMP)
 	  echo "dsbench: hipcc not installable here; the HIP compile tests will skip (required with CI set)"; }
 	@sh tests/install_chromium.sh || { [ -z "$(CI)" ] && \
 	  echo "dsbench: Chromium not installable here; the browser tests will skip (required with CI set)"; }
+	@sh tests/install_slurm.sh || { [ -z "$(CI)" ] && \
+	  echo "dsbench: Slurm not installable here; the local-cluster tests will skip (required with CI set)"; }
 	@py311=0; py312=0; gpu=0; mkdir -p .dsbench; \
 	if $(HAVE_PY312); then \
 	  echo "dsbench: building $(VENV312) while the tests run (log: .dsbench/venv312.log)"; \
