@@ -157,10 +157,12 @@ class LocalSlurm:
         out = self.run("sinfo", "-h", "-N", "-o", "%N %t", check=False).stdout
         return {n for n, state in (line.split() for line in out.splitlines()) if state == "idle"}
 
-    def run(self, *argv: str, check: bool = True, timeout: float = 120.0, **kw):
-        """A Slurm command (``sbatch``, ``srun``, ...) against this cluster."""
-        return subprocess.run([_tool(argv[0]), *argv[1:]], env=self.env, capture_output=True,
-                              text=True, check=check, timeout=timeout, **kw)  # fmt: skip
+    def run(self, *argv: str, check: bool = True, timeout: float = 120.0, env=None, **kw):
+        """A Slurm command (``sbatch``, ``srun``, ...) against this cluster; ``env``: more
+        variables for it."""
+        return subprocess.run([_tool(argv[0]), *argv[1:]], env={**self.env, **(env or {})},
+                              capture_output=True, text=True, check=check, timeout=timeout,
+                              **kw)  # fmt: skip
 
     def job(self, job_id: str) -> dict[str, str]:
         """``scontrol show job``'s fields (JobState, ExitCode, NodeList, ...)."""

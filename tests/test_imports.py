@@ -2,7 +2,7 @@
 module by module where a package holds parts of several layers:
 
     bottom      errors, records, stats, hardware, procs.interrupts, procs.faults, procs.host,
-                measure.memory
+                procs.slurm, measure.memory
     kernels     dsbench.kernels.*  (kernels/ in the repository)
     compute     procs.distributed, models, zero
     workloads   engines, measure.timing, suites, soak
@@ -35,6 +35,7 @@ LAYERS = {
         "procs.interrupts",
         "procs.faults",
         "procs.host",
+        "procs.slurm",
         "measure.memory",
     ],
     "kernels": ["kernels"],
