@@ -24,7 +24,16 @@ from pathlib import Path
 
 SBIN = ("/usr/sbin", "/sbin")
 NODES = ("n1", "n2")
-CPUS_PER_NODE = 2
+CPUS_PER_NODE = min(2, os.cpu_count() or 1)
+"""What each node declares: never more than this machine has (slurmd marks a node that declares
+more CPUs or memory than it finds invalid, and it never becomes idle)."""
+
+
+def _memory_mb() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) // 1024
+    return 1000
 
 
 def _tool(name: str) -> str | None:
@@ -76,7 +85,7 @@ class LocalSlurm:
 
     def __init__(self, root: Path, *, memory_mb: int = 4000):
         self.root = Path(root)
-        self.memory_mb = memory_mb
+        self.memory_mb = min(memory_mb, _memory_mb())
         self.conf = self.root / "slurm.conf"
         self.env = {**os.environ, "SLURM_CONF": str(self.conf)}
         self._started_munge = False
